@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+// The layers of DESIGN.md: every target may import only what sits above it in this file.
+import PackageDescription
+
+let package = Package(
+    name: "backup",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "backup", targets: ["backup"]),
+    ],
+    targets: [
+        // MARK: C system libraries (a modulemap and one shim header each)
+        .systemLibrary(name: "CCurses", path: "Sources/CCurses", pkgConfig: "ncursesw"),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib"),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto"),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
+
+        // MARK: The contract: value types, RemoteStorage, SyncEngine, probe, hold, SQLite state
+        .target(name: "BackupEngine", dependencies: ["CSQLite", "CCrypto"]),
+
+        // MARK: Providers behind RemoteStorage (FolderStorage is the embedded default)
+        .target(name: "BackupStorage", dependencies: ["BackupEngine"]),
+
+        // MARK: The executable: main.swift only
+        .executableTarget(name: "backup", dependencies: ["BackupEngine", "BackupStorage"]),
+
+        // MARK: Tests
+        .target(
+            name: "BackupTestSupport",
+            dependencies: ["BackupEngine", "BackupStorage"],
+            path: "Tests/BackupTestSupport"
+        ),
+        .testTarget(name: "BackupEngineTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
+        .testTarget(name: "BackupStorageTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,282 @@
+// The SyncEngine contract (seeds/000, rules 1–11, the probe and the write hold) over any
+// RemoteStorage, with the state in a StateStore. The engine never prints: it reports
+// through its outcome, its report and the progress callback.
+
+import Foundation
+
+/// Mirrors a local snapshot onto a remote, guarded so that a bad day never deletes a backup.
+public final class SyncEngine: Sendable {
+    /// The default name of the marker file at the remote root.
+    public static let defaultMarkerPath = ".backup-marker"
+
+    public let storage: any RemoteStorage
+    public let state: StateStore
+    public let policy: SyncPolicy
+    /// The remote path of the marker, written last by every run that changed anything.
+    public let markerPath: String
+    private let availability: @Sendable () async -> Availability
+    private let serial = AsyncMutex()
+
+    /// - Parameter availability: the app's answer to rule 1, asked before every run and
+    ///   probe, before the remote is touched.
+    public init(
+        storage: any RemoteStorage,
+        state: StateStore,
+        policy: SyncPolicy = SyncPolicy(),
+        markerPath: String = SyncEngine.defaultMarkerPath,
+        availability: @escaping @Sendable () async -> Availability = { .available }
+    ) {
+        self.storage = storage
+        self.state = state
+        self.policy = policy
+        self.markerPath = markerPath
+        self.availability = availability
+    }
+
+    // MARK: Write hold
+
+    /// Persists the write hold into the sync state without touching entries. While it is
+    /// set, `sync` writes nothing; a run in progress stops before its next put or delete.
+    public func setHold(_ hold: WriteHold) throws {
+        try state.setHold(hold)
+    }
+
+    /// The write hold as persisted.
+    public func hold() throws -> WriteHold {
+        try state.hold()
+    }
+
+    // MARK: Sync
+
+    /// One run of the contract's rules 1–11. Runs are serialised: a second call waits for
+    /// the first to end.
+    ///
+    /// Cloud failures come back as `.failed`; the method throws only for the local state
+    /// file (`StateStoreError`) and for cancellation (`CancellationError`), in both cases
+    /// with every finished write already recorded.
+    public func sync(_ snapshot: SyncSnapshot, onProgress: SyncProgress = { _, _ in }) async throws -> SyncOutcome {
+        try await serial.withLock {
+            try await runSync(snapshot, onProgress: onProgress)
+        }
+    }
+
+    private func runSync(_ snapshot: SyncSnapshot, onProgress: SyncProgress) async throws -> SyncOutcome {
+        try Task.checkCancellation()
+
+        // Rule 1: the availability gate, before the remote is touched.
+        if let reason = await gateReason() { return .unavailable(reason) }
+        if case .held(let reason) = try state.hold() { return .unavailable(.writeHeld(reason: reason)) }
+
+        var report = SyncReport()
+
+        // Rule 2: the listing is the truth.
+        let listing: [RemoteFile]
+        do {
+            listing = try await storage.list()
+        } catch {
+            return .failed(try cloudError(error), report)
+        }
+        let remoteMarker = listing.first { $0.path == markerPath }
+        let remoteFiles = listing.filter { $0.path != markerPath }
+
+        // Rule 3: identity; a change resets the state (the hold is kept).
+        let providerKey: String?
+        do {
+            providerKey = try await storage.identityKey()
+        } catch {
+            return .failed(try cloudError(error), report)
+        }
+        let identity = providerKey ?? remoteMarker?.remoteId ?? ""
+        switch try state.identity() {
+        case nil:
+            try state.setIdentity(identity)
+        case let stored? where stored != identity:
+            try state.resetIdentity(to: identity)
+            report.identityReset = true
+        default:
+            break
+        }
+
+        // Rule 2: drop what the remote lost, adopt what the state does not know. A file
+        // whose size or version differs from the state's record is adopted afresh: the
+        // state's hash no longer describes it.
+        var known = try state.entries()
+        let remoteByPath = Dictionary(remoteFiles.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        let drop = known.keys.filter { remoteByPath[$0] == nil }
+        var adopt: [StateEntry] = []
+        for file in remoteFiles {
+            if let entry = known[file.path], entry.size == file.size,
+                entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId
+            {
+                continue
+            }
+            adopt.append(StateEntry(path: file.path, size: file.size, hash: nil, remoteId: file.remoteId))
+        }
+        try state.reconcile(drop: drop, adopt: adopt)
+        for path in drop { known[path] = nil }
+        for entry in adopt { known[entry.path] = entry }
+
+        // Rule 4: the empty guard, before the shrink guard.
+        if policy.guardEmptyOverExisting, snapshot.isEmpty, try state.lastSync() == nil, !remoteFiles.isEmpty {
+            return .unavailable(.restorePending)
+        }
+
+        // Rule 5: the diff.
+        var sizeUploads: [SyncEntry] = []
+        var hashUploads: [SyncEntry] = []
+        var inSnapshot = Set<String>()
+        inSnapshot.reserveCapacity(snapshot.entries.count)
+        for entry in snapshot.entries where entry.path != markerPath {
+            guard inSnapshot.insert(entry.path).inserted else { continue }
+            if case .absent = entry.source { continue }
+            let stored = known[entry.path]
+            if let hash = entry.hash {
+                if stored?.hash != hash { hashUploads.append(entry) } else { report.unchanged += 1 }
+            } else {
+                if stored == nil || stored?.size != entry.size { sizeUploads.append(entry) } else { report.unchanged += 1 }
+            }
+        }
+
+        // Rule 6: deletes, never the marker, never an Absent entry (those are in inSnapshot).
+        let deletes = known.keys.filter { !inSnapshot.contains($0) }.sorted()
+
+        // Rule 11: the shrink guard, before any write.
+        if let shrink = policy.shrinkGuard, !snapshot.allowShrink {
+            let count = remoteFiles.count
+            if count >= shrink.minRemoteEntries, Double(deletes.count) > shrink.maxDeleteFraction * Double(count) {
+                return .unavailable(.shrinkSuspected(deletes: deletes.count, known: count))
+            }
+        }
+
+        // Rule 7: size-compared uploads, then hash-compared in snapshot order; rule 8:
+        // deletes after the uploads; the marker last, as the commit point of the run.
+        let uploads = sizeUploads + hashUploads
+        let markerNeeded = !uploads.isEmpty || remoteMarker == nil
+        let total = uploads.count + deletes.count + (markerNeeded ? 1 : 0)
+        var done = 0
+        onProgress(done, total)  // Rule 10: before the first step.
+
+        for entry in uploads {
+            if let stop = try checkBeforeWrite() { return stop }
+            do {
+                let file = try await upload(entry)
+                try state.put(StateEntry(path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId))
+                report.uploaded.append(entry.path)
+                report.uploadedBytes += file.size
+            } catch let error as LocalReadError {
+                report.sourceFailures.append(error)
+            } catch {
+                return .failed(try cloudError(error), report)
+            }
+            done += 1
+            onProgress(done, total)
+        }
+
+        for path in deletes {
+            if let stop = try checkBeforeWrite() { return stop }
+            do {
+                try await storage.delete(path)
+                try state.remove(path)
+                report.deleted.append(path)
+            } catch let error as StateStoreError {
+                throw error
+            } catch {
+                // Rule 8: logged in the report, retried next run (the entry stays known).
+                report.deleteFailures.append(DeleteFailure(path: path, error: try cloudError(error)))
+            }
+            done += 1
+            onProgress(done, total)
+        }
+
+        if markerNeeded {
+            if let stop = try checkBeforeWrite() { return stop }
+            do {
+                try await storage.flush()
+                let file = try await storage.writeBytes(markerPath, snapshot.marker)
+                report.uploaded.append(markerPath)
+                report.uploadedBytes += file.size
+                report.markerUploaded = true
+                // Rule 9: without a provider identity the marker's id is the identity. It is
+                // taken after every marker upload, not only the first, so that a provider
+                // whose ids change per version does not reset on its own writes.
+                if providerKey == nil { try state.setIdentity(file.remoteId ?? "") }
+            } catch let error as StateStoreError {
+                throw error
+            } catch {
+                return .failed(try cloudError(error), report)
+            }
+            done += 1
+            onProgress(done, total)
+        }
+
+        try state.setLastSync(Date())
+        return .completed(report)
+    }
+
+    /// What stops a run before its next write: cancellation (thrown) or a hold set since
+    /// the run started, possibly by another process.
+    private func checkBeforeWrite() throws -> SyncOutcome? {
+        try Task.checkCancellation()
+        if case .held(let reason) = try state.hold() { return .unavailable(.writeHeld(reason: reason)) }
+        return nil
+    }
+
+    private func upload(_ entry: SyncEntry) async throws -> RemoteFile {
+        switch entry.source {
+        case .file(let localPath): return try await storage.writeFile(entry.path, from: localPath)
+        case .bytes(let data): return try await storage.writeBytes(entry.path, data)
+        case .absent: preconditionFailure("absent entries are filtered out of the uploads")
+        }
+    }
+
+    private func gateReason() async -> UnavailableReason? {
+        switch await availability() {
+        case .available: return nil
+        case .noAccount: return .noAccount
+        case .needsConsent: return .needsConsent
+        }
+    }
+
+    /// Maps what a provider threw onto a CloudError; cancellation and state errors pass through.
+    private func cloudError(_ error: any Error) throws -> CloudError {
+        switch error {
+        case let error as CloudError: return error
+        case is CancellationError: throw error
+        case let error as StateStoreError: throw error
+        default: return CloudError(.transport, String(describing: error))
+        }
+    }
+
+    // MARK: Probe
+
+    /// Looks at the remote without writing: never throws for cloud failures. In order: the
+    /// availability gate, a listing failure, no files, no readable marker, found.
+    public func probe() async -> ProbeOutcome {
+        if let reason = await gateReason() { return .unavailable(reason) }
+        let listing: [RemoteFile]
+        do {
+            listing = try await storage.list()
+        } catch {
+            return .failed(probeError(error))
+        }
+        if listing.isEmpty { return .none }
+        guard let marker = listing.first(where: { $0.path == markerPath }) else { return .notReady }
+        let bytes: Data
+        let identity: String
+        do {
+            bytes = try await storage.readBytes(markerPath)
+            identity = try await storage.identityKey() ?? marker.remoteId ?? ""
+        } catch let error as CloudError where error.kind == .notFound {
+            return .notReady  // listed but not readable (yet): another run is mid-write
+        } catch {
+            return .failed(probeError(error))
+        }
+        let source = SourceRef(
+            identityKey: identity, markerRemoteId: marker.remoteId, markerFingerprint: SHA256Hasher.hex(bytes))
+        return .found(marker: bytes, source: source, files: listing)
+    }
+
+    private func probeError(_ error: any Error) -> CloudError {
+        (error as? CloudError) ?? CloudError(.transport, String(describing: error))
+    }
+}

@@ -1,0 +1,157 @@
+// The values that go into and come out of SyncEngine.sync(): the snapshot of the local
+// side, the policy of the guards, and the outcome with its report.
+
+import Foundation
+
+/// Where the bytes of a snapshot entry come from.
+public enum SyncSource: Sendable, Equatable {
+    /// A local file, read when the entry uploads.
+    case file(String)
+    /// Bytes in memory.
+    case bytes(Data)
+    /// The entry exists but is not available now (unreadable, or kept remotely after a
+    /// local delete). It is never uploaded and never deleted from the remote.
+    case absent
+}
+
+/// One file of the local side.
+public struct SyncEntry: Sendable, Equatable {
+    /// The relative path the file has on the remote.
+    public var path: String
+    /// The local size in bytes.
+    public var size: Int64
+    /// The SHA-256 (lowercase hex) of a hash-compared entry; nil for a size-compared one.
+    public var hash: String?
+    public var source: SyncSource
+
+    public init(path: String, size: Int64, hash: String?, source: SyncSource) {
+        self.path = path
+        self.size = size
+        self.hash = hash
+        self.source = source
+    }
+
+    /// An entry that exists but must not be touched on the remote this run.
+    public static func absent(_ path: String, size: Int64 = 0, hash: String? = nil) -> SyncEntry {
+        SyncEntry(path: path, size: size, hash: hash, source: .absent)
+    }
+}
+
+/// The local side of one sync run.
+public struct SyncSnapshot: Sendable, Equatable {
+    /// Every file, in the order hash-compared uploads should happen.
+    public var entries: [SyncEntry]
+    /// The marker's bytes, uploaded last (rule 7) to `SyncEngine.markerPath`.
+    public var marker: Data
+    /// Whether the local side holds nothing the person made. Pass it explicitly when
+    /// scaffold files are always listed; it defaults to `entries.isEmpty`.
+    public var isEmpty: Bool
+    /// Lifts the shrink guard (rule 11) for this run only.
+    public var allowShrink: Bool
+
+    public init(entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false) {
+        self.entries = entries
+        self.marker = marker
+        self.isEmpty = isEmpty ?? entries.isEmpty
+        self.allowShrink = allowShrink
+    }
+}
+
+/// The shrink guard's thresholds (rule 11).
+public struct ShrinkGuard: Sendable, Equatable {
+    /// The largest fraction of the known remote entries one run may delete.
+    public var maxDeleteFraction: Double
+    /// Below this many known remote entries the guard does not apply.
+    public var minRemoteEntries: Int
+
+    public init(maxDeleteFraction: Double = 0.5, minRemoteEntries: Int = 4) {
+        self.maxDeleteFraction = maxDeleteFraction
+        self.minRemoteEntries = minRemoteEntries
+    }
+}
+
+/// The guards of a sync engine.
+public struct SyncPolicy: Sendable, Equatable {
+    /// Rule 11; nil disables the shrink guard.
+    public var shrinkGuard: ShrinkGuard?
+    /// Rule 4; false disables the empty guard.
+    public var guardEmptyOverExisting: Bool
+
+    public init(shrinkGuard: ShrinkGuard? = ShrinkGuard(), guardEmptyOverExisting: Bool = true) {
+        self.shrinkGuard = shrinkGuard
+        self.guardEmptyOverExisting = guardEmptyOverExisting
+    }
+}
+
+/// Whether the remote may be used at all (rule 1), answered by the app before any call.
+public enum Availability: Sendable, Equatable {
+    case available
+    /// No remote is configured, or its credentials are missing.
+    case noAccount
+    /// Nobody has confirmed the first write to this remote.
+    case needsConsent
+}
+
+/// A write hold: while one is set, the engine writes nothing to the remote.
+public enum WriteHold: Sendable, Equatable {
+    case none
+    case held(reason: String)
+
+    public var isHeld: Bool { self != .none }
+}
+
+/// Why a run did not write anything.
+public enum UnavailableReason: Sendable, Equatable {
+    /// Rule 1: no remote or no credentials.
+    case noAccount
+    /// Rule 1: the first write to this remote has not been confirmed.
+    case needsConsent
+    /// Rule 4: the local side is empty, this remote was never synced from here, and it
+    /// already holds files: restore first rather than mirror an empty tree over them.
+    case restorePending
+    /// Rule 11: the run would delete `deletes` of the `known` remote entries.
+    case shrinkSuspected(deletes: Int, known: Int)
+    /// The write hold is set.
+    case writeHeld(reason: String)
+}
+
+/// A delete that failed; it is retried by the next run (rule 8).
+public struct DeleteFailure: Sendable, Equatable {
+    public var path: String
+    public var error: CloudError
+}
+
+/// What one run did.
+public struct SyncReport: Sendable, Equatable {
+    /// Paths uploaded, in upload order (the marker included when it was uploaded).
+    public var uploaded: [String] = []
+    /// Bytes uploaded, the marker included.
+    public var uploadedBytes: Int64 = 0
+    /// Paths deleted from the remote.
+    public var deleted: [String] = []
+    /// Deletes that failed and will be retried next run.
+    public var deleteFailures: [DeleteFailure] = []
+    /// Local files that could not be read when their turn came; uploaded by a later run.
+    public var sourceFailures: [LocalReadError] = []
+    /// Entries that were already up to date.
+    public var unchanged: Int = 0
+    /// Whether the state was reset because the remote's identity changed (rule 3).
+    public var identityReset: Bool = false
+    /// Whether the marker was uploaded.
+    public var markerUploaded: Bool = false
+
+    public init() {}
+}
+
+/// How a run ended.
+public enum SyncOutcome: Sendable, Equatable {
+    /// Every upload succeeded; some deletes may have failed (see the report).
+    case completed(SyncReport)
+    /// Nothing was written, for the reason given.
+    case unavailable(UnavailableReason)
+    /// A listing or an upload failed; the report says what happened before it.
+    case failed(CloudError, SyncReport)
+}
+
+/// The engine's progress: `done` of `total` steps (puts and deletes).
+public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int) -> Void

@@ -1,0 +1,182 @@
+// A RemoteStorage decorator for engine and restore tests: it records every call and fails
+// the Nth call of a chosen operation with a chosen CloudError, around a real provider.
+
+import BackupEngine
+import Foundation
+import Synchronization
+
+/// Wraps a real provider, recording calls and injecting failures.
+public final class FaultyStorage: RemoteStorage {
+    /// The kinds of call that can be counted and failed. A put is writeBytes or writeFile.
+    public enum Operation: String, Sendable, Hashable {
+        case identityKey, list, put, read, download, delete, prefetch, flush
+    }
+
+    /// One recorded call.
+    public enum Call: Sendable, Equatable {
+        case identityKey
+        case list
+        case put(String)
+        case read(String)
+        case download(String)
+        case delete(String)
+        case prefetch([String])
+        case flush
+
+        public var operation: Operation {
+            switch self {
+            case .identityKey: .identityKey
+            case .list: .list
+            case .put: .put
+            case .read: .read
+            case .download: .download
+            case .delete: .delete
+            case .prefetch: .prefetch
+            case .flush: .flush
+            }
+        }
+
+        /// Whether this call changes the remote.
+        public var isWrite: Bool {
+            switch self {
+            case .put, .delete: true
+            default: false
+            }
+        }
+    }
+
+    /// What `identityKey()` answers instead of the wrapped provider.
+    public enum IdentityOverride: Sendable {
+        case passThrough
+        /// Answer nil: a provider with no identity of its own (rule 9).
+        case none
+        case value(String)
+    }
+
+    /// Runs before a call reaches the wrapped provider, with the call and its 1-based
+    /// count among calls of its operation. Throwing from it fails the call.
+    public typealias Hook = @Sendable (Call, Int) async throws -> Void
+
+    private struct State {
+        var calls: [Call] = []
+        var counts: [Operation: Int] = [:]
+        var faults: [Operation: [Int: CloudError]] = [:]
+        var always: [Operation: CloudError] = [:]
+        var identity: IdentityOverride = .passThrough
+        var hook: Hook?
+    }
+
+    public let base: any RemoteStorage
+    private let state = Mutex(State())
+
+    public init(_ base: any RemoteStorage) {
+        self.base = base
+    }
+
+    /// Fails the `nth` (1-based) call of `operation` with `error`.
+    public func fail(_ operation: Operation, nth: Int, with error: CloudError) {
+        state.withLock { $0.faults[operation, default: [:]][nth] = error }
+    }
+
+    /// Fails every call of `operation` with `error` (nil stops failing).
+    public func failAlways(_ operation: Operation, with error: CloudError?) {
+        state.withLock { $0.always[operation] = error }
+    }
+
+    /// Stops every injected failure.
+    public func clearFaults() {
+        state.withLock {
+            $0.faults = [:]
+            $0.always = [:]
+        }
+    }
+
+    public func setIdentity(_ identity: IdentityOverride) {
+        state.withLock { $0.identity = identity }
+    }
+
+    public func setHook(_ hook: Hook?) {
+        state.withLock { $0.hook = hook }
+    }
+
+    /// Every call so far, in order.
+    public var calls: [Call] { state.withLock { $0.calls } }
+
+    /// The paths of every put so far, in order.
+    public var puts: [String] {
+        calls.compactMap { if case .put(let path) = $0 { path } else { nil } }
+    }
+
+    /// The paths of every delete so far, in order.
+    public var deletes: [String] {
+        calls.compactMap { if case .delete(let path) = $0 { path } else { nil } }
+    }
+
+    public func resetCalls() {
+        state.withLock {
+            $0.calls = []
+            $0.counts = [:]
+        }
+    }
+
+    private func enter(_ call: Call) async throws {
+        let (count, fault, hook) = state.withLock { state -> (Int, CloudError?, Hook?) in
+            state.calls.append(call)
+            let count = (state.counts[call.operation] ?? 0) + 1
+            state.counts[call.operation] = count
+            let fault = state.faults[call.operation]?[count] ?? state.always[call.operation]
+            return (count, fault, state.hook)
+        }
+        if let hook { try await hook(call, count) }
+        if let fault { throw fault }
+    }
+
+    public func identityKey() async throws -> String? {
+        try await enter(.identityKey)
+        switch state.withLock({ $0.identity }) {
+        case .passThrough: return try await base.identityKey()
+        case .none: return nil
+        case .value(let value): return value
+        }
+    }
+
+    public func list() async throws -> [RemoteFile] {
+        try await enter(.list)
+        return try await base.list()
+    }
+
+    public func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
+        try await enter(.put(path))
+        return try await base.writeBytes(path, data)
+    }
+
+    public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+        try await enter(.put(path))
+        return try await base.writeFile(path, from: localPath)
+    }
+
+    public func readBytes(_ path: String) async throws -> Data {
+        try await enter(.read(path))
+        return try await base.readBytes(path)
+    }
+
+    public func downloadFile(_ path: String, to localPath: String) async throws {
+        try await enter(.download(path))
+        try await base.downloadFile(path, to: localPath)
+    }
+
+    public func delete(_ path: String) async throws {
+        try await enter(.delete(path))
+        try await base.delete(path)
+    }
+
+    public func prefetch(_ paths: [String]) async {
+        state.withLock { $0.calls.append(.prefetch(paths)) }
+        await base.prefetch(paths)
+    }
+
+    public func flush() async throws {
+        try await enter(.flush)
+        try await base.flush()
+    }
+}
