@@ -163,7 +163,9 @@ public final class SyncEngine: Sendable {
                 try state.put(StateEntry(path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId))
                 report.uploaded.append(entry.path)
                 report.uploadedBytes += file.size
-            } catch let error as LocalReadError {
+            } catch let error as LocalFileError {
+                // Deleted or made unreadable since the scan: skipped, state unchanged, and
+                // the next run picks it up again.
                 report.sourceFailures.append(error)
             } catch {
                 return .failed(try cloudError(error), report)
@@ -191,8 +193,11 @@ public final class SyncEngine: Sendable {
         if markerNeeded {
             if let stop = try checkBeforeWrite() { return stop }
             do {
+                // Everything before the marker is made durable first, then the marker itself:
+                // a marker on the remote always describes files that are really there.
                 try await storage.flush()
                 let file = try await storage.writeBytes(markerPath, snapshot.marker)
+                try await storage.flush()
                 report.uploaded.append(markerPath)
                 report.uploadedBytes += file.size
                 report.markerUploaded = true

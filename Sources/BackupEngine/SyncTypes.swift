@@ -132,7 +132,7 @@ public struct SyncReport: Sendable, Equatable {
     /// Deletes that failed and will be retried next run.
     public var deleteFailures: [DeleteFailure] = []
     /// Local files that could not be read when their turn came; uploaded by a later run.
-    public var sourceFailures: [LocalReadError] = []
+    public var sourceFailures: [LocalFileError] = []
     /// Entries that were already up to date.
     public var unchanged: Int = 0
     /// Whether the state was reset because the remote's identity changed (rule 3).

@@ -1,0 +1,18 @@
+// The failures of a transfer that are the local side's fault, not the remote's.
+
+/// A local file could not be read (the source of an upload, deleted or made unreadable
+/// after the scan) or written (the target of a download). Never a CloudError: a full local
+/// disk must not read as a full remote. The sync engine skips such an upload for this run,
+/// keeps its state as it was, and goes on; the restore engine counts a failed attempt.
+public struct LocalFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The local file's path.
+    public let path: String
+    public let message: String
+
+    public init(path: String, message: String) {
+        self.path = path
+        self.message = message
+    }
+
+    public var description: String { message }
+}

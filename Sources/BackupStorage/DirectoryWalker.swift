@@ -1,0 +1,90 @@
+// The recursive listing behind FolderStorage.list(): openat/fdopendir/readdir/fstatat over trees
+// of hundreds of thousands of files. FileManager's enumerator builds URLs and attribute
+// dictionaries per entry, which costs several times more than the system calls themselves.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Walks a directory tree and reports its regular files; symbolic links are never followed.
+///
+/// Entries come in directory order (readdir's), not sorted. Names that are not valid UTF-8
+/// are skipped: a path that cannot be spelled as a Swift string could not be read or deleted
+/// through `RemoteStorage` either.
+struct DirectoryWalker {
+    /// The tree's root on disk, for error messages.
+    let rootPath: String
+    /// Whether to leave out an entry, given its folder's relative path ("" at the root) and its name.
+    let skip: (_ folder: String, _ name: String) -> Bool
+
+    /// Calls `visit` with the relative "/"-separated path and the status of every regular file
+    /// under the directory `rootFD` (which stays open and owned by the caller).
+    func walk(_ rootFD: Int32, visit: (_ path: String, _ status: stat) -> Void) throws {
+        // fdopendir takes over the descriptor it is given, so the caller's stays untouched.
+        let fd = openat(rootFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw SystemCallFailure(code: errno, operation: "listing", path: rootPath)
+        }
+        try walkFolder(fd, relative: "", visit: visit)
+    }
+
+    /// Lists one folder (taking over `fd`) and descends into its subfolders.
+    private func walkFolder(_ fd: Int32, relative: String, visit: (String, stat) -> Void) throws {
+        let diskPath = relative.isEmpty ? rootPath : rootPath + "/" + relative
+        guard let dir = fdopendir(fd) else {
+            let code = errno
+            close(fd)
+            throw SystemCallFailure(code: code, operation: "listing", path: diskPath)
+        }
+        defer { closedir(dir) }
+        let folderFD = dirfd(dir)
+        let prefix = relative.isEmpty ? "" : relative + "/"
+
+        while true {
+            errno = 0
+            guard let entry = readdir(dir) else {
+                let code = errno
+                if code != 0 { throw SystemCallFailure(code: code, operation: "listing", path: diskPath) }
+                return
+            }
+            let decoded = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
+                tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
+                    String(validatingCString: $0)
+                }
+            }
+            guard let name = decoded, name != ".", name != ".." else { continue }
+            if skip(relative, name) { continue }
+
+            var type = entry.pointee.d_type
+            var status = stat()
+            if type == UInt8(DT_REG) || type == UInt8(DT_UNKNOWN) {
+                if fstatat(folderFD, name, &status, AT_SYMLINK_NOFOLLOW) != 0 {
+                    let code = errno
+                    // Deleted between readdir and fstatat: it is simply no longer there.
+                    if code == ENOENT { continue }
+                    throw SystemCallFailure(code: code, operation: "listing", path: diskPath + "/" + name)
+                }
+                switch status.st_mode & S_IFMT {
+                case S_IFREG: type = UInt8(DT_REG)
+                case S_IFDIR: type = UInt8(DT_DIR)
+                default: continue
+                }
+            }
+
+            if type == UInt8(DT_REG) {
+                visit(prefix + name, status)
+            } else if type == UInt8(DT_DIR) {
+                let child = openat(folderFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if child < 0 {
+                    let code = errno
+                    // Removed or replaced by a link since readdir: nothing of ours to list.
+                    if code == ENOENT || code == ENOTDIR || code == ELOOP { continue }
+                    throw SystemCallFailure(code: code, operation: "listing", path: diskPath + "/" + name)
+                }
+                try walkFolder(child, relative: prefix + name, visit: visit)
+            }
+        }
+    }
+}

@@ -1,0 +1,654 @@
+// FolderStorage, the embedded default provider: a folder on a mounted disk or share. It owns the
+// folder's layout on disk (temporary names, the volume id file), writes that land whole by
+// rename, and the batched durability of DESIGN.md ("Durability without a per-file fsync").
+
+import BackupEngine
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A remote that is a folder on a local or mounted filesystem.
+///
+/// Every write goes to a temporary name in the target's folder and is renamed into place, so a
+/// path holds either its old file or the whole new one. The root is never created: a missing
+/// root usually means an unmounted disk, and writing into the bare mount point would fill the
+/// system disk with a backup nobody can find. Paths are checked before any system call, and
+/// folders are opened one at a time without following links, so nothing is written outside
+/// the root.
+public struct FolderStorage: RemoteStorage {
+    /// When written files are made durable.
+    public enum Durability: Sendable {
+        /// No fsync per file; `flush()` syncs the root's filesystem once (the default).
+        case batched
+        /// fsync each file before its rename and its folder after it.
+        case perFile
+    }
+
+    /// The file at the root that holds the volume id (`identityKey()`); hidden from `list()`.
+    public static let volumeIdFileName = ".backup-volume-id"
+    /// The prefix of temporary files; `list()` hides them in every folder.
+    public static let temporaryFilePrefix = ".backup-tmp."
+
+    /// The folder's path on disk.
+    public let root: String
+    /// When written files are made durable.
+    public let durability: Durability
+
+    /// A provider over the existing folder `root`; nothing is checked or created until first use.
+    public init(root: String, durability: Durability = .batched) {
+        self.root = root
+        self.durability = durability
+    }
+
+    // MARK: RemoteStorage
+
+    /// The volume id kept at the root, created on first use; nil when it cannot be created.
+    ///
+    /// Two processes creating it at once agree: the id is placed with a rename that refuses to
+    /// replace, and the loser reads the winner's. A read-only or foreign-owned folder gives nil,
+    /// and the engine then falls back to the marker's remote id.
+    public func identityKey() async throws -> String? {
+        try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            if let existing = try readVolumeId(rootFD) { return existing }
+
+            let id = UUID().uuidString.lowercased()
+            let temporary: String
+            do {
+                // Always synced: a volume id lost to a power cut would change the identity and
+                // force a full re-upload.
+                temporary = try createTemporary(in: rootFD, displayPath: volumeIdPath, sync: true) { fd in
+                    try writeAll(fd, Data((id + "\n").utf8), displayPath: volumeIdPath)
+                }
+            } catch let failure as SystemCallFailure where Self.meansNoWriteAccess(failure.code) {
+                return nil
+            }
+            switch Self.placeWithoutReplacing(rootFD, temporary, Self.volumeIdFileName) {
+            case 0:
+                fsync(rootFD)
+                return id
+            case EEXIST:
+                return try readVolumeId(rootFD)
+            case let code where Self.meansNoWriteAccess(code) || Self.meansUnsupported(code):
+                return nil
+            case let code:
+                throw SystemCallFailure(code: code, operation: "creating", path: volumeIdPath)
+            }
+        }
+    }
+
+    /// Every regular file under the root, in directory order (not sorted).
+    ///
+    /// Leaves out the volume id file at the root and temporary files anywhere; symbolic links
+    /// are neither listed nor followed.
+    public func list() async throws -> [RemoteFile] {
+        try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let walker = DirectoryWalker(rootPath: rootForMessages) { folder, name in
+                name.hasPrefix(Self.temporaryFilePrefix) || (folder.isEmpty && name == Self.volumeIdFileName)
+            }
+            var files: [RemoteFile] = []
+            try walker.walk(rootFD) { path, status in
+                files.append(RemoteFile(path: path, size: Int64(status.st_size), remoteId: Self.remoteId(status)))
+            }
+            return files
+        }
+    }
+
+    /// Writes `data` to `path` through a temporary file and a rename.
+    public func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
+        let parts = try Self.components(of: path)
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            return try place(parts, under: rootFD) { fd, displayPath in
+                try writeAll(fd, data, displayPath: displayPath)
+            }
+        }
+    }
+
+    /// Copies the local file at `localPath` to `path` through a temporary file and a rename.
+    ///
+    /// A local file that cannot be opened or read throws a `LocalFileError` whose message
+    /// starts "cannot read the local file".
+    public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+        let parts = try Self.components(of: path)
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            // O_NONBLOCK so that a FIFO given by mistake is refused below instead of hanging
+            // the open; it changes nothing for regular files.
+            let source = open(localPath, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard source >= 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
+            defer { close(source) }
+            var status = stat()
+            guard fstat(source, &status) == 0 else {
+                throw localFileError(errno: errno, operation: "read", path: localPath)
+            }
+            guard status.st_mode & S_IFMT == S_IFREG else {
+                throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath): it is not a regular file")
+            }
+            return try place(parts, under: rootFD) { fd, displayPath in
+                do {
+                    try copyContents(from: source, to: fd, expectedSize: Int64(status.st_size))
+                } catch let failure as CopyFailure {
+                    switch failure.side {
+                    case .source: throw localFileError(errno: failure.code, operation: "read", path: localPath)
+                    case .destination:
+                        throw SystemCallFailure(code: failure.code, operation: "writing", path: displayPath)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The whole file at `path`; an absent path throws `.notFound`.
+    public func readBytes(_ path: String) async throws -> Data {
+        let parts = try Self.components(of: path)
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let (fd, size) = try openForReading(parts, under: rootFD)
+            defer { close(fd) }
+            return try readAll(fd, expectedSize: size, displayPath: diskPath(parts))
+        }
+    }
+
+    /// Copies the file at `path` to `localPath` through a temporary file beside it, creating
+    /// missing local folders; an absent path throws `.notFound` and leaves nothing locally.
+    public func downloadFile(_ path: String, to localPath: String) async throws {
+        let parts = try Self.components(of: path)
+        try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let (source, size) = try openForReading(parts, under: rootFD)
+            defer { close(source) }
+
+            let localFolder = Self.parentFolder(of: localPath)
+            try makeLocalFolders(localFolder)
+            var temporary = ""
+            var target: Int32 = -1
+            for _ in 0..<8 where target < 0 {
+                temporary = localFolder + "/" + Self.temporaryName()
+                target = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+                if target < 0 && errno != EEXIST { break }
+            }
+            guard target >= 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
+            var placed = false
+            defer { if !placed { unlink(temporary) } }
+
+            do {
+                try copyContents(from: source, to: target, expectedSize: size)
+            } catch let failure as CopyFailure {
+                close(target)
+                switch failure.side {
+                case .source: throw SystemCallFailure(code: failure.code, operation: "reading", path: diskPath(parts))
+                case .destination: throw localFileError(errno: failure.code, operation: "write", path: localPath)
+                }
+            }
+            guard close(target) == 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
+            guard rename(temporary, localPath) == 0 else {
+                throw localFileError(errno: errno, operation: "write", path: localPath)
+            }
+            placed = true
+        }
+    }
+
+    /// Unlinks `path` (absent is success), then removes folders it leaves empty, never the root.
+    public func delete(_ path: String) async throws {
+        let parts = try Self.components(of: path)
+        try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let folders = parts.dropLast()
+            let chain: [Int32]
+            do {
+                chain = try openFolders(folders, under: rootFD, create: false, operation: "deleting")
+            } catch let failure as SystemCallFailure where Self.meansAbsent(failure.code) {
+                return
+            }
+            defer { chain.forEach { close($0) } }
+
+            if unlinkat(chain.last ?? rootFD, parts[parts.count - 1], 0) != 0 && errno != ENOENT {
+                throw SystemCallFailure(code: errno, operation: "deleting", path: diskPath(parts))
+            }
+            // Best effort, deepest first: a folder that is not empty (or cannot be removed)
+            // ends the pruning, and a writer racing us re-creates what it needs.
+            for index in stride(from: folders.count - 1, through: 0, by: -1) {
+                let parentFD = index == 0 ? rootFD : chain[index - 1]
+                if unlinkat(parentFD, folders[folders.startIndex + index], AT_REMOVEDIR) != 0 { break }
+            }
+        }
+    }
+
+    /// Makes every completed write durable with one `syncfs` of the root's filesystem.
+    public func flush() async throws {
+        try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            if let syncfs = LinuxCalls.syncfs {
+                guard syncfs(rootFD) == 0 else {
+                    throw SystemCallFailure(code: errno, operation: "flushing", path: rootForMessages)
+                }
+            } else {
+                sync()
+            }
+        }
+    }
+
+    // MARK: Paths
+
+    /// The components of a remote path, or a `.transport` error naming what is wrong with it.
+    ///
+    /// Splits on the "/" byte, not on Characters: "/" followed by a combining mark is one
+    /// Character, and splitting on Characters would let "../\u{301}x" through.
+    static func components(of path: String) throws -> [String] {
+        func refuse(_ why: String) -> CloudError {
+            CloudError(.transport, "the remote path \(String(reflecting: path)) is not valid: \(why); "
+                + "remote paths are relative to the remote folder and \"/\"-separated")
+        }
+        if path.isEmpty { throw refuse("it is empty") }
+        if path.utf8.contains(0) { throw refuse("it contains a NUL character") }
+        if path.utf8.first == UInt8(ascii: "/") { throw refuse("it is absolute") }
+        let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+            .map { String(decoding: $0, as: UTF8.self) }
+        for part in parts {
+            if part.isEmpty { throw refuse("it has an empty component (a doubled or trailing \"/\")") }
+            if part.utf8.elementsEqual(".".utf8) || part.utf8.elementsEqual("..".utf8) {
+                throw refuse("it has a \".\" or \"..\" component")
+            }
+        }
+        if let name = parts.last, name.hasPrefix(temporaryFilePrefix) || (parts.count == 1 && name == volumeIdFileName) {
+            throw refuse("the name is reserved for the folder provider's own files")
+        }
+        return parts
+    }
+
+    /// The root without a trailing "/", so messages show "root/a/b" rather than "root//a/b".
+    private var rootForMessages: String {
+        var trimmed = Substring(root)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        return String(trimmed)
+    }
+
+    /// The full path on disk of a remote path, for messages.
+    private func diskPath<C: Collection<String>>(_ parts: C) -> String {
+        ([rootForMessages] + parts).joined(separator: "/")
+    }
+
+    private var volumeIdPath: String { diskPath([Self.volumeIdFileName]) }
+
+    private static func parentFolder(of localPath: String) -> String {
+        guard let slash = localPath.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        if slash == localPath.utf8.startIndex { return "/" }
+        return String(localPath[..<slash])
+    }
+
+    private static func temporaryName() -> String {
+        temporaryFilePrefix + String(UInt64.random(in: .min ... .max), radix: 16)
+    }
+
+    /// The id of this version of a file: inode and modification time, both stable across
+    /// reboots. The device number is left out because a USB disk gets a new one when replugged.
+    private static func remoteId(_ status: stat) -> String {
+        let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+        return "\(status.st_ino):\(nanoseconds)"
+    }
+
+    // MARK: Errno classes
+
+    private static func meansAbsent(_ code: Int32) -> Bool {
+        code == ENOENT || code == ENOTDIR || code == ELOOP
+    }
+
+    private static func meansNoWriteAccess(_ code: Int32) -> Bool {
+        code == EACCES || code == EPERM || code == EROFS
+    }
+
+    private static func meansUnsupported(_ code: Int32) -> Bool {
+        code == EINVAL || code == ENOSYS || code == EOPNOTSUPP
+    }
+
+    // MARK: Opening
+
+    /// Runs `body`, turning an unmapped system call failure into its CloudError.
+    private func mapped<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as SystemCallFailure {
+            throw failure.mapped
+        }
+    }
+
+    /// Opens the root, which must already exist; never creates it.
+    private func openRoot() throws -> Int32 {
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 { return fd }
+        let code = errno
+        if code == ENOENT || code == ENOTDIR || root.isEmpty {
+            throw CloudError(
+                .notAvailable,
+                "the remote folder \(root) does not exist or is not mounted; mount it or create it, then run again")
+        }
+        throw SystemCallFailure(code: code, operation: "opening", path: rootForMessages)
+    }
+
+    /// Opens each of `folders` below the root in turn, without following links, creating the
+    /// missing ones when `create`. The caller closes the returned descriptors.
+    private func openFolders<C: Collection<String>>(
+        _ folders: C, under rootFD: Int32, create: Bool, operation: String
+    ) throws -> [Int32] {
+        var chain: [Int32] = []
+        var walked = [rootForMessages]
+        do {
+            for name in folders {
+                let parentFD = chain.last ?? rootFD
+                walked.append(name)
+                var fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if fd < 0 && errno == ENOENT && create {
+                    if mkdirat(parentFD, name, 0o777) != 0 && errno != EEXIST {
+                        throw SystemCallFailure(code: errno, operation: "creating the folder",
+                                                path: walked.joined(separator: "/"))
+                    }
+                    fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                }
+                guard fd >= 0 else {
+                    throw SystemCallFailure(code: errno, operation: operation, path: walked.joined(separator: "/"))
+                }
+                chain.append(fd)
+            }
+        } catch {
+            chain.forEach { close($0) }
+            throw error
+        }
+        return chain
+    }
+
+    /// Opens a regular file for reading and returns it with its size; absent is `.notFound`.
+    private func openForReading(_ parts: [String], under rootFD: Int32) throws -> (fd: Int32, size: Int64) {
+        let notFound = CloudError(.notFound, "\(diskPath(parts)) does not exist on the remote folder")
+        let chain: [Int32]
+        do {
+            chain = try openFolders(parts.dropLast(), under: rootFD, create: false, operation: "reading")
+        } catch let failure as SystemCallFailure where Self.meansAbsent(failure.code) {
+            throw notFound
+        }
+        defer { chain.forEach { close($0) } }
+        let fd = openat(chain.last ?? rootFD, parts[parts.count - 1], O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            if Self.meansAbsent(code) { throw notFound }
+            throw SystemCallFailure(code: code, operation: "reading", path: diskPath(parts))
+        }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            let code = errno
+            close(fd)
+            throw SystemCallFailure(code: code, operation: "reading", path: diskPath(parts))
+        }
+        // list() shows regular files only, so anything else is as good as absent.
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw notFound
+        }
+        return (fd, Int64(status.st_size))
+    }
+
+    /// The volume id, trimmed; nil when the file is absent or empty.
+    private func readVolumeId(_ rootFD: Int32) throws -> String? {
+        let fd = openat(rootFD, Self.volumeIdFileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw SystemCallFailure(code: errno, operation: "reading", path: volumeIdPath)
+        }
+        defer { close(fd) }
+        let data = try readAll(fd, expectedSize: 64, displayPath: volumeIdPath)
+        let id = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        // An empty file carries no identity; replacing it could race a process that wrote it.
+        return id.isEmpty ? nil : id
+    }
+
+    // MARK: Writing
+
+    /// Writes `parts` by filling a temporary file in its folder and renaming it into place,
+    /// and returns the placed file as `list()` would show it.
+    private func place(
+        _ parts: [String], under rootFD: Int32, fill: (_ fd: Int32, _ displayPath: String) throws -> Void
+    ) throws -> RemoteFile {
+        let displayPath = diskPath(parts)
+        let name = parts[parts.count - 1]
+        var attempt = 0
+        while true {
+            attempt += 1
+            let chain = try openFolders(parts.dropLast(), under: rootFD, create: true, operation: "writing")
+            defer { chain.forEach { close($0) } }
+            let folderFD = chain.last ?? rootFD
+
+            let temporary: String
+            do {
+                temporary = try createTemporary(in: folderFD, displayPath: displayPath,
+                                                sync: durability == .perFile) { fd in try fill(fd, displayPath) }
+            } catch let failure as SystemCallFailure where failure.code == ENOENT && attempt < 3 {
+                // A concurrent delete pruned the folder between opening and creating: reopen.
+                continue
+            }
+            guard renameat(folderFD, temporary, folderFD, name) == 0 else {
+                let code = errno
+                unlinkat(folderFD, temporary, 0)
+                throw SystemCallFailure(code: code, operation: "writing", path: displayPath)
+            }
+            if durability == .perFile && fsync(folderFD) != 0 {
+                throw SystemCallFailure(code: errno, operation: "syncing the folder of", path: displayPath)
+            }
+            var status = stat()
+            guard fstatat(folderFD, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+                throw SystemCallFailure(code: errno, operation: "checking", path: displayPath)
+            }
+            return RemoteFile(path: parts.joined(separator: "/"), size: Int64(status.st_size),
+                              remoteId: Self.remoteId(status))
+        }
+    }
+
+    /// Creates a temporary file in `folderFD`, fills it, optionally fsyncs it, closes it and
+    /// returns its name. On any failure the temporary file is unlinked before throwing.
+    private func createTemporary(
+        in folderFD: Int32, displayPath: String, sync: Bool, fill: (Int32) throws -> Void
+    ) throws -> String {
+        var name = ""
+        var fd: Int32 = -1
+        for _ in 0..<8 where fd < 0 {
+            name = Self.temporaryName()
+            fd = openat(folderFD, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            if fd < 0 && errno != EEXIST { break }
+        }
+        guard fd >= 0 else { throw SystemCallFailure(code: errno, operation: "writing", path: displayPath) }
+        do {
+            try fill(fd)
+            if sync && fsync(fd) != 0 {
+                throw SystemCallFailure(code: errno, operation: "syncing", path: displayPath)
+            }
+        } catch {
+            close(fd)
+            unlinkat(folderFD, name, 0)
+            throw error
+        }
+        // close reports deferred write errors on network filesystems (NFS, SMB).
+        if close(fd) != 0 {
+            let code = errno
+            unlinkat(folderFD, name, 0)
+            throw SystemCallFailure(code: code, operation: "writing", path: displayPath)
+        }
+        return name
+    }
+
+    /// Places `temporary` under `name` unless `name` exists and returns 0 or the errno; either
+    /// way `temporary` is gone afterwards. `renameat2` is a parameter so tests can take the
+    /// hard-link path that filesystems without RENAME_NOREPLACE get.
+    static func placeWithoutReplacing(
+        _ folderFD: Int32, _ temporary: String, _ name: String,
+        renameat2: LinuxCalls.RenameAt2? = LinuxCalls.renameat2
+    ) -> Int32 {
+        if let renameat2 {
+            if renameat2(folderFD, temporary, folderFD, name, LinuxCalls.renameNoReplace) == 0 { return 0 }
+            let code = errno
+            if !Self.meansUnsupported(code) {
+                unlinkat(folderFD, temporary, 0)
+                return code
+            }
+        }
+        // Filesystems without RENAME_NOREPLACE: a hard link also refuses an existing name.
+        let code = linkat(folderFD, temporary, folderFD, name, 0) == 0 ? 0 : errno
+        unlinkat(folderFD, temporary, 0)
+        return code
+    }
+}
+
+// MARK: Byte moving
+
+/// Writes all of `data` to `fd`.
+private func writeAll(_ fd: Int32, _ data: Data, displayPath: String) throws {
+    try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+        guard let base = buffer.baseAddress else { return }
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(fd, base + offset, min(buffer.count - offset, 1 << 30))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw SystemCallFailure(code: errno, operation: "writing", path: displayPath)
+            }
+            offset += written
+        }
+    }
+}
+
+/// Reads `fd` to its end; `expectedSize` only sizes the buffer.
+private func readAll(_ fd: Int32, expectedSize: Int64, displayPath: String) throws -> Data {
+    let chunk = max(4096, min(1 << 20, Int(clamping: expectedSize) + 1))
+    var result = Data()
+    result.reserveCapacity(Int(clamping: expectedSize))
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+    defer { buffer.deallocate() }
+    while true {
+        let count = read(fd, buffer.baseAddress, chunk)
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw SystemCallFailure(code: errno, operation: "reading", path: displayPath)
+        }
+        if count == 0 { return result }
+        result.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+    }
+}
+
+/// A failed copy, with the side that failed so the caller can say which file is at fault.
+struct CopyFailure: Error {
+    enum Side { case source, destination }
+    let code: Int32
+    let side: Side
+}
+
+/// Copies the rest of `source` to `destination`, both at their current offsets.
+///
+/// Tries copy_file_range (in-kernel, and a server-side copy on NFS), then sendfile, then a
+/// read/write loop with a 1 MiB buffer. The fast calls cannot say which side an error came
+/// from, so an error that is not clearly the destination's falls through to the slower calls
+/// at the same offsets, and those tell.
+func copyContents(from source: Int32, to destination: Int32, expectedSize: Int64) throws {
+    let chunk = 1 << 30
+    var copied = 0
+
+    func destinationFull(_ code: Int32) -> Bool {
+        code == ENOSPC || code == EDQUOT || code == EFBIG || code == EROFS
+    }
+
+    if let copyFileRange = LinuxCalls.copyFileRange {
+        while true {
+            let count = copyFileRange(source, nil, destination, nil, chunk, 0)
+            if count > 0 { copied += count; continue }
+            // 0 at the start of a non-empty file: a filesystem that reports no data this way.
+            if count == 0 { if copied > 0 || expectedSize == 0 { return } else { break } }
+            let code = errno
+            if code == EINTR { continue }
+            if destinationFull(code) { throw CopyFailure(code: code, side: .destination) }
+            break
+        }
+    }
+
+    while true {
+        let count = sendfile(destination, source, nil, chunk)
+        if count > 0 { copied += count; continue }
+        if count == 0 { if copied > 0 || expectedSize == 0 { return } else { break } }
+        let code = errno
+        if code == EINTR { continue }
+        if destinationFull(code) { throw CopyFailure(code: code, side: .destination) }
+        break
+    }
+
+    let size = 1 << 20
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+    defer { buffer.deallocate() }
+    guard let base = buffer.baseAddress else { return }
+    while true {
+        let count = read(source, base, size)
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw CopyFailure(code: errno, side: .source)
+        }
+        if count == 0 { return }
+        var offset = 0
+        while offset < count {
+            let written = write(destination, base + offset, count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw CopyFailure(code: errno, side: .destination)
+            }
+            offset += written
+        }
+    }
+}
+
+/// Creates `folder` and its missing parents on the local side.
+private func makeLocalFolders(_ folder: String) throws {
+    if mkdir(folder, 0o777) == 0 || errno == EEXIST { return }
+    guard errno == ENOENT else { throw localFileError(errno: errno, operation: "create the folder of", path: folder) }
+    let parent: String
+    if let slash = folder.utf8.lastIndex(of: UInt8(ascii: "/")), slash != folder.utf8.startIndex {
+        parent = String(folder[..<slash])
+    } else {
+        throw localFileError(errno: ENOENT, operation: "create the folder of", path: folder)
+    }
+    try makeLocalFolders(parent)
+    if mkdir(folder, 0o777) != 0 && errno != EEXIST {
+        throw localFileError(errno: errno, operation: "create the folder of", path: folder)
+    }
+}
+
+// MARK: Linux calls the Glibc module does not import
+
+/// Functions glibc declares only under _GNU_SOURCE, which Swift's Glibc module does not define,
+/// looked up once at run time. Each is nil where the C library lacks it.
+enum LinuxCalls {
+    typealias SyncFS = @convention(c) (Int32) -> Int32
+    typealias CopyFileRange = @convention(c) (
+        Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32
+    ) -> Int
+    typealias RenameAt2 = @convention(c) (
+        Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32
+    ) -> Int32
+
+    /// RENAME_NOREPLACE from <linux/fs.h>.
+    static let renameNoReplace: UInt32 = 1
+
+    static let syncfs: SyncFS? = symbol("syncfs")
+    static let copyFileRange: CopyFileRange? = symbol("copy_file_range")
+    static let renameat2: RenameAt2? = symbol("renameat2")
+
+    private static func symbol<T>(_ name: String) -> T? {
+        guard let handle = dlopen(nil, RTLD_NOW), let address = dlsym(handle, name) else { return nil }
+        return unsafeBitCast(address, to: T.self)
+    }
+}

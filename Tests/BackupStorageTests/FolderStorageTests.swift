@@ -1,0 +1,420 @@
+// FolderStorage against the storage contract suite, plus what only a folder has: the missing
+// root, the volume id file, hidden temporary files, path checks, errno mapping and pruning.
+// XCTest only, so tests run one at a time: the failed-write tests change process-wide limits.
+
+import BackupEngine
+@testable import BackupStorage
+import BackupTestSupport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import XCTest
+
+final class FolderStorageTests: XCTestCase {
+    // MARK: The contract
+
+    func testContractEmptyRemoteListsNothing() async throws {
+        try await StorageContract.emptyRemoteListsNothing(makeRemote().storage)
+    }
+
+    func testContractWrittenFileIsListedWithItsSize() async throws {
+        try await StorageContract.writtenFileIsListedWithItsSize(makeRemote().storage)
+    }
+
+    func testContractWriteBytesThenReadBytesRoundTrips() async throws {
+        try await StorageContract.writeBytesThenReadBytesRoundTrips(makeRemote().storage)
+    }
+
+    func testContractWriteFileThenDownloadFileRoundTrips() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.writeFileThenDownloadFileRoundTrips(remote.storage, scratch: remote.scratch)
+    }
+
+    func testContractOverwriteReplacesContentAndSize() async throws {
+        try await StorageContract.overwriteReplacesContentAndSize(makeRemote().storage)
+    }
+
+    func testContractDeleteRemovesTheFile() async throws {
+        try await StorageContract.deleteRemovesTheFile(makeRemote().storage)
+    }
+
+    func testContractDeleteOfAbsentPathSucceeds() async throws {
+        try await StorageContract.deleteOfAbsentPathSucceeds(makeRemote().storage)
+    }
+
+    func testContractReadOfAbsentPathThrowsNotFound() async throws {
+        try await StorageContract.readOfAbsentPathThrowsNotFound(makeRemote().storage)
+    }
+
+    func testContractDownloadOfAbsentPathThrowsNotFound() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.downloadOfAbsentPathThrowsNotFound(remote.storage, scratch: remote.scratch)
+    }
+
+    func testContractSpacesAndUnicodeInNamesRoundTrip() async throws {
+        try await StorageContract.spacesAndUnicodeInNamesRoundTrip(makeRemote().storage)
+    }
+
+    func testContractDeepFoldersRoundTrip() async throws {
+        try await StorageContract.deepFoldersRoundTrip(makeRemote().storage)
+    }
+
+    func testContractIdentityKeyIsStable() async throws {
+        let root = try makeRemote().root
+        try await StorageContract.identityKeyIsStable { FolderStorage(root: root) }
+    }
+
+    func testContractFailedWriteLeavesNothing() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.failedWriteLeavesNothing(remote.storage, failMidway: remote.failMidway)
+        try assertNoTemporaryFiles(remote)
+    }
+
+    func testContractFailedOverwriteKeepsTheOldFile() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.failedOverwriteKeepsTheOldFile(remote.storage, failMidway: remote.failMidway)
+        try assertNoTemporaryFiles(remote)
+    }
+
+    // MARK: The root
+
+    func testMissingRootIsNotAvailableAndIsNeverCreated() async throws {
+        let remote = try makeRemote()
+        // The mount point exists, the folder on the disk that is not mounted does not.
+        try await assertNotAvailable(root: remote.dir.path("mountpoint/backup"), remote)
+        try remote.dir.makeFolder("mountpoint")
+        try await assertNotAvailable(root: remote.dir.path("mountpoint/backup"), remote)
+        XCTAssertEqual(try remote.dir.entries(under: "mountpoint"), [], "the missing root was created")
+    }
+
+    private func assertNotAvailable(root missing: String, _ remote: Remote) async throws {
+        let storage = FolderStorage(root: missing)
+        let source = try remote.dir.write("scratch/source.txt", Data("data".utf8))
+        let expected = "the remote folder \(missing) does not exist or is not mounted; "
+            + "mount it or create it, then run again"
+
+        let operations: [(String, () async throws -> Void)] = [
+            ("list", { _ = try await storage.list() }),
+            ("writeBytes", { _ = try await storage.writeBytes("a.txt", Data("x".utf8)) }),
+            ("writeFile", { _ = try await storage.writeFile("dir/a.txt", from: source) }),
+            ("identityKey", { _ = try await storage.identityKey() }),
+            ("readBytes", { _ = try await storage.readBytes("a.txt") }),
+            ("downloadFile", { try await storage.downloadFile("a.txt", to: remote.dir.path("scratch/d.txt")) }),
+            ("delete", { try await storage.delete("a/b.txt") }),
+            ("flush", { try await storage.flush() }),
+        ]
+        for (name, operation) in operations {
+            do {
+                try await operation()
+                XCTFail("\(name) on a missing root did not throw")
+            } catch let error as CloudError {
+                XCTAssertEqual(error.kind, .notAvailable, name)
+                XCTAssertEqual(error.message, expected, name)
+            }
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: missing), "the missing root was created")
+    }
+
+    func testRootThatIsAFileIsNotAvailable() async throws {
+        let remote = try makeRemote()
+        let file = try remote.dir.write("a-file", Data("not a folder".utf8))
+        await StorageContract.assertThrows(.notAvailable, "listing a root that is a file") {
+            _ = try await FolderStorage(root: file).list()
+        }
+    }
+
+    // MARK: Internal files
+
+    func testListHidesTheVolumeIdAndTemporaryFilesButNotTheMarker() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.identityKey()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: remote.root + "/.backup-volume-id"))
+        _ = try await remote.storage.writeBytes(".backup-marker", Data("marker".utf8))
+        _ = try await remote.storage.writeBytes("sub/real.txt", Data("real".utf8))
+        try remote.dir.write("remote/.backup-tmp.leftover", Data("crashed run".utf8))
+        try remote.dir.write("remote/sub/.backup-tmp.0123abcd", Data("crashed run".utf8))
+        // Only the root's volume id file is internal; the same name deeper is ordinary data.
+        try remote.dir.write("remote/sub/.backup-volume-id", Data("user data".utf8))
+        // A link is not a regular file, and one to a folder must not be followed.
+        XCTAssertEqual(symlink(remote.root + "/sub", remote.root + "/link-to-sub"), 0)
+        XCTAssertEqual(symlink(remote.root + "/sub/real.txt", remote.root + "/link-to-file"), 0)
+
+        let paths = try await remote.storage.list().map(\.path).sorted()
+        XCTAssertEqual(paths, [".backup-marker", "sub/.backup-volume-id", "sub/real.txt"])
+    }
+
+    func testInternalNamesCannotBeWritten() async throws {
+        let storage = try makeRemote().storage
+        for path in [".backup-volume-id", ".backup-tmp.x", "sub/.backup-tmp.y"] {
+            await StorageContract.assertThrows(.transport, "writing \(path)") {
+                _ = try await storage.writeBytes(path, Data("x".utf8))
+            }
+        }
+        let written = try await storage.writeBytes("sub/.backup-volume-id", Data("ordinary".utf8))
+        XCTAssertEqual(written.path, "sub/.backup-volume-id")
+    }
+
+    // MARK: Identity
+
+    func testIdentityKeyIsKeptInTheVolumeIdFile() async throws {
+        let remote = try makeRemote()
+        let key = try await remote.storage.identityKey()
+        let stored = try String(contentsOfFile: remote.root + "/.backup-volume-id", encoding: .utf8)
+        XCTAssertEqual(key.map { $0 + "\n" }, stored)
+        XCTAssertNotNil(key.flatMap(UUID.init(uuidString:)), "the volume id is not a UUID: \(key ?? "nil")")
+
+        try remote.dir.write("remote/.backup-volume-id", Data("  set-by-hand \n\n".utf8))
+        let replaced = try await FolderStorage(root: remote.root).identityKey()
+        XCTAssertEqual(replaced, "set-by-hand")
+    }
+
+    func testIdentityKeyDiffersBetweenRoots() async throws {
+        let first = try await makeRemote().storage.identityKey()
+        let second = try await makeRemote().storage.identityKey()
+        XCTAssertNotNil(first)
+        XCTAssertNotNil(second)
+        XCTAssertNotEqual(first, second)
+    }
+
+    func testIdentityKeyCreatedConcurrentlyIsTheSameForAll() async throws {
+        let root = try makeRemote().root
+        let keys = try await withThrowingTaskGroup(of: String?.self) { group in
+            for _ in 0..<16 { group.addTask { try await FolderStorage(root: root).identityKey() } }
+            return try await group.reduce(into: Set<String?>()) { $0.insert($1) }
+        }
+        XCTAssertEqual(keys.count, 1, "racing creators disagreed: \(keys)")
+        XCTAssertNotNil(keys.first ?? nil)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: root)
+        XCTAssertEqual(leftovers, [".backup-volume-id"])
+    }
+
+    func testPlacingWithoutReplacingRefusesAnExistingNameWithAndWithoutRenameat2() throws {
+        let remote = try makeRemote()
+        let rootFD = open(remote.root, O_RDONLY | O_DIRECTORY)
+        XCTAssertGreaterThanOrEqual(rootFD, 0)
+        defer { close(rootFD) }
+        XCTAssertNotNil(LinuxCalls.renameat2, "renameat2 was not found; only the hard-link path is in use")
+        for (label, renameat2) in [("renameat2", LinuxCalls.renameat2), ("hard link", nil)] {
+            let name = "placed-by-\(label)"
+            try remote.dir.write("remote/.backup-tmp.first", Data("first".utf8))
+            try remote.dir.write("remote/.backup-tmp.second", Data("second".utf8))
+            XCTAssertEqual(FolderStorage.placeWithoutReplacing(rootFD, ".backup-tmp.first", name, renameat2: renameat2), 0)
+            XCTAssertEqual(FolderStorage.placeWithoutReplacing(rootFD, ".backup-tmp.second", name, renameat2: renameat2),
+                           EEXIST, label)
+            XCTAssertEqual(try String(contentsOfFile: remote.root + "/" + name, encoding: .utf8), "first", label)
+            XCTAssertEqual(try remote.dir.entries(under: "remote").filter { $0.hasPrefix(".backup-tmp.") }, [], label)
+        }
+    }
+
+    func testIdentityKeyIsNilWhereTheVolumeIdCannotBeCreated() async throws {
+        // Even root may not create files in sysfs (EACCES), a real unwritable folder for this test.
+        let unwritable = "/sys/kernel"
+        guard FileManager.default.fileExists(atPath: unwritable) else { throw XCTSkip("no \(unwritable) here") }
+        let probe = open(unwritable + "/.backup-tmp.probe", O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        if probe >= 0 {
+            close(probe)
+            unlink(unwritable + "/.backup-tmp.probe")
+            throw XCTSkip("\(unwritable) is writable here")
+        }
+        let key = try await FolderStorage(root: unwritable).identityKey()
+        XCTAssertNil(key)
+    }
+
+    // MARK: Paths
+
+    func testInvalidPathsAreRefusedAndNothingIsWrittenOutsideTheRoot() async throws {
+        let remote = try makeRemote()
+        let source = try remote.dir.write("scratch/source.txt", Data("data".utf8))
+        let invalid = [
+            remote.dir.path("escaped-absolute.txt"), "/abs", "", "a//b", "a/", "./a", "a/./b", "..",
+            "a/../b", "a/../../escaped-dotdot.txt", "../escaped.txt", "a\u{0}b",
+            // "/" then a combining mark is a single Character; splitting on Characters would miss it.
+            "../\u{301}escaped-combining.txt",
+        ]
+        for path in invalid {
+            do {
+                _ = try await remote.storage.writeBytes(path, Data("x".utf8))
+                XCTFail("writeBytes accepted \(String(reflecting: path))")
+            } catch let error as CloudError {
+                XCTAssertEqual(error.kind, .transport)
+                XCTAssertTrue(error.message.contains("is not valid"), error.message)
+                XCTAssertTrue(error.message.contains(String(reflecting: path)), error.message)
+            }
+            await StorageContract.assertThrows(.transport, "writeFile \(String(reflecting: path))") {
+                _ = try await remote.storage.writeFile(path, from: source)
+            }
+            await StorageContract.assertThrows(.transport, "readBytes \(String(reflecting: path))") {
+                _ = try await remote.storage.readBytes(path)
+            }
+            await StorageContract.assertThrows(.transport, "delete \(String(reflecting: path))") {
+                try await remote.storage.delete(path)
+            }
+        }
+        XCTAssertEqual(try remote.dir.entries(), ["remote", "scratch", "scratch/source.txt"])
+    }
+
+    func testWritesDoNotFollowALinkOutOfTheRoot() async throws {
+        let remote = try makeRemote()
+        let outside = try remote.dir.makeFolder("outside")
+        XCTAssertEqual(symlink(outside, remote.root + "/link"), 0)
+        await StorageContract.assertThrows(.transport, "writing through a link") {
+            _ = try await remote.storage.writeBytes("link/file.txt", Data("x".utf8))
+        }
+        await StorageContract.assertThrows(.notFound, "reading through a link") {
+            _ = try await remote.storage.readBytes("link/file.txt")
+        }
+        XCTAssertEqual(try remote.dir.entries(under: "outside"), [])
+    }
+
+    // MARK: Errors
+
+    func testErrnoMapping() {
+        let path = "/mnt/usb/backup/a.txt"
+        for code in [ENOSPC, EDQUOT] {
+            let error = cloudError(errno: code, operation: "writing", path: path)
+            XCTAssertEqual(error.kind, .storageFull, "errno \(code)")
+            XCTAssertTrue(error.message.contains("full") && error.message.contains(path), error.message)
+        }
+        XCTAssertEqual(cloudError(errno: ENOENT, operation: "reading", path: path).kind, .notFound)
+        for code in [EACCES, EPERM] {
+            let error = cloudError(errno: code, operation: "writing", path: path)
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("permission denied") && error.message.contains(path), error.message)
+        }
+        let readOnly = cloudError(errno: EROFS, operation: "writing", path: path)
+        XCTAssertEqual(readOnly.kind, .transport)
+        XCTAssertTrue(readOnly.message.contains("read-only") && readOnly.message.contains(path), readOnly.message)
+        let other = cloudError(errno: EIO, operation: "writing", path: path)
+        XCTAssertEqual(other.kind, .transport)
+        XCTAssertTrue(other.message.contains("Input/output error") && other.message.contains(path), other.message)
+    }
+
+    func testUnreadableLocalSourceIsAReadError() async throws {
+        let remote = try makeRemote()
+        for source in [remote.dir.path("scratch/missing.bin"), remote.scratch] {
+            do {
+                _ = try await remote.storage.writeFile("copy.bin", from: source)
+                XCTFail("writeFile from \(source) did not throw")
+            } catch let error as LocalFileError {
+                XCTAssertEqual(error.path, source)
+                XCTAssertTrue(error.message.hasPrefix("cannot read the local file \(source): "), error.message)
+            }
+        }
+        XCTAssertEqual(try remote.dir.entries(under: "remote"), [])
+    }
+
+    // MARK: Delete
+
+    func testDeletePrunesEmptyFoldersButNeverTheRoot() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("a/b/c/deep.txt", Data("deep".utf8))
+        _ = try await remote.storage.writeBytes("a/keep.txt", Data("keep".utf8))
+        _ = try await remote.storage.writeBytes("top.txt", Data("top".utf8))
+
+        try await remote.storage.delete("a/b/c/deep.txt")
+        XCTAssertEqual(try remote.dir.entries(under: "remote"), ["a", "a/keep.txt", "top.txt"])
+        try await remote.storage.delete("a/keep.txt")
+        XCTAssertEqual(try remote.dir.entries(under: "remote"), ["top.txt"])
+        try await remote.storage.delete("top.txt")
+        try await remote.storage.delete("absent/folder/file.txt")
+        XCTAssertEqual(try remote.dir.entries(under: "remote"), [])
+        var isFolder: ObjCBool = false
+        XCTAssertTrue(FileManager.default.fileExists(atPath: remote.root, isDirectory: &isFolder) && isFolder.boolValue,
+                      "delete removed the root")
+    }
+
+    // MARK: Durability and versions
+
+    func testPerFileDurabilityRoundTrips() async throws {
+        let remote = try makeRemote(durability: .perFile)
+        let data = StorageContract.randomData(count: 100_000)
+        let source = try remote.dir.write("scratch/source.bin", data)
+        _ = try await remote.storage.writeBytes("bytes/one.bin", data)
+        _ = try await remote.storage.writeFile("file/two.bin", from: source)
+        try await remote.storage.flush()
+        let readBack = try await remote.storage.readBytes("bytes/one.bin")
+        XCTAssertTrue(readBack == data)
+        try await remote.storage.downloadFile("file/two.bin", to: remote.scratch + "/two.bin")
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/two.bin")) == data)
+        let listed = try await remote.storage.list().sorted { $0.path < $1.path }
+        XCTAssertEqual(listed.map(\.path), ["bytes/one.bin", "file/two.bin"])
+        XCTAssertEqual(listed.map(\.size), [100_000, 100_000])
+    }
+
+    func testFlushSyncsAWritableRoot() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("a.txt", Data("x".utf8))
+        try await remote.storage.flush()
+        XCTAssertNotNil(LinuxCalls.syncfs, "syncfs was not found; flush fell back to sync()")
+    }
+
+    func testRemoteIdIsInodeAndModificationTimeAndChangesOnRewrite() async throws {
+        let remote = try makeRemote()
+        let first = try await remote.storage.writeBytes("v.txt", Data("one".utf8))
+        var status = stat()
+        XCTAssertEqual(stat(remote.root + "/v.txt", &status), 0)
+        let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+        XCTAssertEqual(first.remoteId, "\(status.st_ino):\(nanoseconds)")
+        let second = try await remote.storage.writeBytes("v.txt", Data("two".utf8))
+        XCTAssertNotEqual(first.remoteId, second.remoteId)
+    }
+
+    // MARK: Helpers
+
+    /// A remote folder and a scratch folder side by side in one temporary directory.
+    private struct Remote {
+        let dir: TempDir
+        let storage: FolderStorage
+        var root: String { storage.root }
+        var scratch: String { dir.path("scratch") }
+
+        /// Makes `writeFile` fail for real: a 1 MiB source against a 64 KiB file size limit,
+        /// so the write stops with EFBIG after the first 64 KiB.
+        var failMidway: StorageContract.FailMidway {
+            { [storage, dir] path in
+                let source = try dir.write("scratch/one-mebibyte.bin", StorageContract.randomData(count: 1 << 20))
+                try await withFileSizeLimit(64 << 10) {
+                    _ = try await storage.writeFile(path, from: source)
+                }
+            }
+        }
+    }
+
+    private func makeRemote(durability: FolderStorage.Durability = .batched) throws -> Remote {
+        let dir = try TempDir("folder-storage")
+        addTeardownBlock { dir.cleanup() }
+        try dir.makeFolder("remote")
+        try dir.makeFolder("scratch")
+        return Remote(dir: dir, storage: FolderStorage(root: dir.path("remote"), durability: durability))
+    }
+
+    /// Fails if a temporary file is left anywhere on disk, where list() would not show it.
+    private func assertNoTemporaryFiles(_ remote: Remote, file: StaticString = #filePath, line: UInt = #line) throws {
+        let leftovers = try remote.dir.entries(under: "remote").filter {
+            ($0 as NSString).lastPathComponent.hasPrefix(FolderStorage.temporaryFilePrefix)
+        }
+        XCTAssertEqual(leftovers, [], "temporary files left on disk", file: file, line: line)
+    }
+}
+
+/// Runs `body` with the soft RLIMIT_FSIZE at `bytes` and SIGXFSZ ignored, so a write past the
+/// limit fails with EFBIG instead of killing the test process; both are restored afterwards.
+private func withFileSizeLimit(_ bytes: UInt, _ body: () async throws -> Void) async throws {
+    var saved = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &saved) == 0 else {
+        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+    }
+    let savedHandler = signal(SIGXFSZ, SIG_IGN)
+    var limited = saved
+    limited.rlim_cur = bytes
+    guard setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limited) == 0 else {
+        signal(SIGXFSZ, savedHandler)
+        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+    }
+    defer {
+        setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &saved)
+        signal(SIGXFSZ, savedHandler)
+    }
+    try await body()
+}

@@ -1,0 +1,293 @@
+// The storage contract suite: the promises of RemoteStorage (see its doc comment) as checks that
+// every provider's tests run, one test method per check. Static functions rather than an
+// XCTestCase base class, because Linux test discovery does not see inherited test methods.
+
+import BackupEngine
+import Foundation
+import XCTest
+
+/// The checks every `RemoteStorage` must pass, each taking the provider under test.
+///
+/// Unless a check says otherwise it only adds files under its own paths, so it also holds on a
+/// remote that is not empty. Failures are reported at the caller's `file` and `line`.
+public enum StorageContract {
+    /// A write that fails midway for a provider-specific reason; it must throw.
+    public typealias FailMidway = (_ path: String) async throws -> Void
+
+    /// Listing a remote with nothing on it gives no files. Needs an empty remote.
+    public static func emptyRemoteListsNothing(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let files = try await storage.list()
+        XCTAssertEqual(files, [], "a fresh remote lists files", file: file, line: line)
+    }
+
+    /// A written file is listed under its path with its size, and the write reports the same.
+    public static func writtenFileIsListedWithItsSize(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let data = randomData(count: 1234)
+        let written = try await storage.writeBytes("listed/file.bin", data)
+        XCTAssertEqual(written.path, "listed/file.bin", file: file, line: line)
+        XCTAssertEqual(written.size, 1234, file: file, line: line)
+
+        let listed = try await storage.list().filter { $0.path == "listed/file.bin" }
+        XCTAssertEqual(listed.count, 1, "the file is listed exactly once", file: file, line: line)
+        XCTAssertEqual(listed.first?.size, 1234, file: file, line: line)
+        if let writtenId = written.remoteId, let listedId = listed.first?.remoteId {
+            XCTAssertEqual(writtenId, listedId, "the write and the listing disagree on the remote id",
+                           file: file, line: line)
+        }
+    }
+
+    /// `writeBytes` then `readBytes` gives back the same bytes, for empty and small files.
+    public static func writeBytesThenReadBytesRoundTrips(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        for (path, data) in [("bytes/small.bin", randomData(count: 4097)), ("bytes/empty.bin", Data())] {
+            _ = try await storage.writeBytes(path, data)
+            let read = try await storage.readBytes(path)
+            XCTAssertEqual(read, data, "\(path) did not round-trip", file: file, line: line)
+        }
+    }
+
+    /// `writeFile` then `downloadFile` gives back the same bytes over a file large enough that
+    /// every copy loop goes around more than once, replacing a local file already there and
+    /// creating missing local folders.
+    public static func writeFileThenDownloadFileRoundTrips(
+        _ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let data = randomData(count: (3 << 20) + 17)
+        let source = scratch + "/upload.bin"
+        try data.write(to: URL(fileURLWithPath: source))
+
+        let written = try await storage.writeFile("big/upload.bin", from: source)
+        XCTAssertEqual(written.size, Int64(data.count), file: file, line: line)
+        let listed = try await storage.list().first { $0.path == "big/upload.bin" }
+        XCTAssertEqual(listed?.size, Int64(data.count), file: file, line: line)
+
+        // A stale local file must be replaced, not appended to or left alone.
+        let folder = scratch + "/restored/deeper"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Data("stale local content".utf8).write(to: URL(fileURLWithPath: folder + "/download.bin"))
+        try await storage.downloadFile("big/upload.bin", to: folder + "/download.bin")
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: folder + "/download.bin")) == data,
+                      "the download differs from the upload", file: file, line: line)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), ["download.bin"],
+                       "the download left something beside the file", file: file, line: line)
+
+        let fresh = scratch + "/missing/parents/download.bin"
+        try await storage.downloadFile("big/upload.bin", to: fresh)
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: fresh)) == data,
+                      "the download into new folders differs from the upload", file: file, line: line)
+    }
+
+    /// Writing over a file replaces its content and its size, shorter or longer.
+    public static func overwriteReplacesContentAndSize(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let path = "over/write.txt"
+        for content in ["the first version, the longest of the three", "v2", "third, middling"] {
+            let data = Data(content.utf8)
+            let written = try await storage.writeBytes(path, data)
+            XCTAssertEqual(written.size, Int64(data.count), file: file, line: line)
+            let read = try await storage.readBytes(path)
+            XCTAssertEqual(String(decoding: read, as: UTF8.self), content, file: file, line: line)
+            let listed = try await storage.list().filter { $0.path == path }
+            XCTAssertEqual(listed.map(\.size), [Int64(data.count)], file: file, line: line)
+        }
+    }
+
+    /// A deleted file is neither listed nor readable.
+    public static func deleteRemovesTheFile(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        _ = try await storage.writeBytes("gone/file.txt", Data("short-lived".utf8))
+        _ = try await storage.writeBytes("gone/sibling.txt", Data("stays".utf8))
+        try await storage.delete("gone/file.txt")
+        let paths = try await storage.list().map(\.path)
+        XCTAssertFalse(paths.contains("gone/file.txt"), "the deleted file is still listed", file: file, line: line)
+        XCTAssertTrue(paths.contains("gone/sibling.txt"), "delete took a sibling with it", file: file, line: line)
+        await assertThrows(.notFound, "reading a deleted file", file: file, line: line) {
+            _ = try await storage.readBytes("gone/file.txt")
+        }
+    }
+
+    /// Deleting a path that was never there, or is already gone, succeeds.
+    public static func deleteOfAbsentPathSucceeds(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        try await storage.delete("never/written.txt")
+        _ = try await storage.writeBytes("twice/deleted.txt", Data("x".utf8))
+        try await storage.delete("twice/deleted.txt")
+        try await storage.delete("twice/deleted.txt")
+        let paths = try await storage.list().map(\.path)
+        XCTAssertFalse(paths.contains("twice/deleted.txt"), file: file, line: line)
+    }
+
+    /// Reading an absent path throws `.notFound`, in an existing folder and in a missing one.
+    public static func readOfAbsentPathThrowsNotFound(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        _ = try await storage.writeBytes("present/file.txt", Data("here".utf8))
+        for path in ["present/absent.txt", "absent/folder/file.txt", "absent.txt"] {
+            await assertThrows(.notFound, "reading \(path)", file: file, line: line) {
+                _ = try await storage.readBytes(path)
+            }
+        }
+    }
+
+    /// Downloading an absent path throws `.notFound` and leaves nothing at the local path.
+    public static func downloadOfAbsentPathThrowsNotFound(
+        _ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let local = scratch + "/not-downloaded.bin"
+        await assertThrows(.notFound, "downloading an absent path", file: file, line: line) {
+            try await storage.downloadFile("absent/file.bin", to: local)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: local), "a failed download left a local file",
+                       file: file, line: line)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch).filter {
+            $0.hasPrefix("not-downloaded") || $0.hasPrefix(".")
+        }, [], "a failed download left something in the local folder", file: file, line: line)
+    }
+
+    /// Names with spaces and non-ASCII characters round-trip through write, list and read.
+    public static func spacesAndUnicodeInNamesRoundTrip(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        try await roundTrip(storage, paths: [
+            "Fotos/Ünïcødé 日本語 ✓.txt",
+            "with spaces/a file with  two spaces .txt",
+            "Ελληνικά/emoji 🎉 name.md",
+        ], file: file, line: line)
+    }
+
+    /// Files several folders deep round-trip through write, list and read.
+    public static func deepFoldersRoundTrip(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        try await roundTrip(storage, paths: ["a/b/c/d/e/f/g.txt", "a/b/c/sibling.txt", "a/top.txt"],
+                            file: file, line: line)
+    }
+
+    /// `identityKey()` gives the same answer twice, and again through a second instance over
+    /// the same remote, made by `makeStorage`.
+    public static func identityKeyIsStable(
+        _ makeStorage: () async throws -> any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let first = try await makeStorage()
+        let key = try await first.identityKey()
+        let again = try await first.identityKey()
+        XCTAssertEqual(key, again, "identityKey changed between two calls", file: file, line: line)
+        let second = try await makeStorage()
+        let fromSecond = try await second.identityKey()
+        XCTAssertEqual(key, fromSecond, "identityKey changed with a new instance over the same remote",
+                       file: file, line: line)
+    }
+
+    /// A write that fails midway throws a CloudError, leaves nothing under its path and nothing
+    /// new in the listing.
+    public static func failedWriteLeavesNothing(
+        _ storage: any RemoteStorage, failMidway: FailMidway, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let path = "failed/write.bin"
+        let before = Set(try await storage.list().map(\.path))
+        try await expectFailure(failMidway, path, file: file, line: line)
+
+        let after = try await storage.list()
+        XCTAssertEqual(Set(after.map(\.path)), before, "a failed write changed the listing", file: file, line: line)
+        await assertThrows(.notFound, "reading the path of a failed write", file: file, line: line) {
+            _ = try await storage.readBytes(path)
+        }
+    }
+
+    /// A write over an existing file that fails midway leaves the old file whole.
+    public static func failedOverwriteKeepsTheOldFile(
+        _ storage: any RemoteStorage, failMidway: FailMidway, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let path = "failed/overwrite.txt"
+        let old = Data("the old version must survive".utf8)
+        _ = try await storage.writeBytes(path, old)
+        let before = try await storage.list()
+        try await expectFailure(failMidway, path, file: file, line: line)
+
+        let after = try await storage.list()
+        XCTAssertEqual(Set(after.map(\.path)), Set(before.map(\.path)), "a failed overwrite changed the listing",
+                       file: file, line: line)
+        XCTAssertEqual(after.first { $0.path == path }?.size, Int64(old.count), file: file, line: line)
+        let read = try await storage.readBytes(path)
+        XCTAssertEqual(read, old, "a failed overwrite damaged the old file", file: file, line: line)
+    }
+
+    // MARK: Helpers for provider tests
+
+    /// `count` random bytes, so a wrong offset or a dropped chunk cannot go unnoticed.
+    public static func randomData(count: Int) -> Data {
+        var generator = SystemRandomNumberGenerator()
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { buffer in
+            // A word at a time: byte by byte takes most of a second for 3 MiB in a debug build.
+            var offset = 0
+            while offset < buffer.count {
+                let word: UInt64 = generator.next()
+                let take = min(8, buffer.count - offset)
+                withUnsafeBytes(of: word) { bytes in
+                    buffer[offset..<(offset + take)].copyBytes(from: bytes[0..<take])
+                }
+                offset += take
+            }
+        }
+        return data
+    }
+
+    /// Fails unless `body` throws a CloudError of `kind`.
+    public static func assertThrows(
+        _ kind: CloudError.Kind, _ what: String, file: StaticString = #filePath, line: UInt = #line,
+        _ body: () async throws -> Void
+    ) async {
+        do {
+            try await body()
+            XCTFail("\(what): expected CloudError \(kind.rawValue), nothing was thrown", file: file, line: line)
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, kind, "\(what): \(error)", file: file, line: line)
+        } catch {
+            XCTFail("\(what): expected CloudError \(kind.rawValue), got \(error)", file: file, line: line)
+        }
+    }
+
+    // MARK: Private
+
+    private static func roundTrip(
+        _ storage: any RemoteStorage, paths: [String], file: StaticString, line: UInt
+    ) async throws {
+        var expected: [String: Data] = [:]
+        for path in paths {
+            let data = Data("content of \(path)".utf8)
+            expected[path] = data
+            let written = try await storage.writeBytes(path, data)
+            XCTAssertEqual(written.path, path, file: file, line: line)
+        }
+        let listed = try await storage.list()
+        for path in paths {
+            let matches = listed.filter { $0.path == path }
+            XCTAssertEqual(matches.count, 1, "\(path) is listed \(matches.count) times", file: file, line: line)
+            XCTAssertEqual(matches.first?.size, expected[path].map { Int64($0.count) }, file: file, line: line)
+            let read = try await storage.readBytes(path)
+            XCTAssertEqual(read, expected[path], "\(path) did not round-trip", file: file, line: line)
+        }
+    }
+
+    private static func expectFailure(
+        _ failMidway: FailMidway, _ path: String, file: StaticString, line: UInt
+    ) async throws {
+        do {
+            try await failMidway(path)
+            XCTFail("the write that was to fail midway succeeded; the check proves nothing", file: file, line: line)
+        } catch is CloudError {
+            // What the contract asks: every failure is a CloudError.
+        } catch {
+            XCTFail("a failed write threw \(error), not a CloudError", file: file, line: line)
+        }
+    }
+}
