@@ -1,5 +1,7 @@
 // The failures of a transfer that are the local side's fault, not the remote's.
 
+import Foundation
+
 /// A local file could not be read (the source of an upload, deleted or made unreadable
 /// after the scan) or written (the target of a download). Never a CloudError: a full local
 /// disk must not read as a full remote. The sync engine skips such an upload for this run,
@@ -15,4 +17,9 @@ public struct LocalFileError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     public var description: String { message }
+
+    /// A failed read of the local file at `path`, from the errno of the call that failed.
+    public init(errno code: Int32, reading path: String) {
+        self.init(path: path, message: "cannot read the local file \(path): \(String(cString: strerror(code)))")
+    }
 }

@@ -38,3 +38,50 @@ public enum ProbeOutcome: Sendable, Equatable {
     /// A complete backup: the marker's bytes, its reference, and every file (marker included).
     case found(marker: Data, source: SourceRef, files: [RemoteFile])
 }
+
+extension Availability {
+    /// Why the gate (rule 1) says no, or nil when the remote may be used.
+    var unavailableReason: UnavailableReason? {
+        switch self {
+        case .available: nil
+        case .noAccount: .noAccount
+        case .needsConsent: .needsConsent
+        }
+    }
+}
+
+/// The probe of the contract, shared by the sync engine and the restore engine's resume.
+struct Probe: Sendable {
+    let storage: any RemoteStorage
+    let markerPath: String
+    let availability: @Sendable () async -> Availability
+
+    func run() async -> ProbeOutcome {
+        if let reason = await availability().unavailableReason { return .unavailable(reason) }
+        let listing: [RemoteFile]
+        do {
+            listing = try await storage.list()
+        } catch {
+            return .failed(Probe.cloudError(error))
+        }
+        if listing.isEmpty { return .none }
+        guard let marker = listing.first(where: { $0.path == markerPath }) else { return .notReady }
+        let bytes: Data
+        let identity: String
+        do {
+            bytes = try await storage.readBytes(markerPath)
+            identity = try await storage.identityKey() ?? marker.remoteId ?? ""
+        } catch let error as CloudError where error.kind == .notFound {
+            return .notReady  // listed but not readable (yet): another run is mid-write
+        } catch {
+            return .failed(Probe.cloudError(error))
+        }
+        let source = SourceRef(
+            identityKey: identity, markerRemoteId: marker.remoteId, markerFingerprint: SHA256Hasher.hex(bytes))
+        return .found(marker: bytes, source: source, files: listing)
+    }
+
+    static func cloudError(_ error: any Error) -> CloudError {
+        (error as? CloudError) ?? CloudError(.transport, String(describing: error))
+    }
+}

@@ -34,6 +34,28 @@ public struct SHA256Hasher: ~Copyable {
         return hexString(digest.prefix(Int(length)))
     }
 
+    /// The SHA-256 of the file at `path` as lowercase hex, read in 1 MiB chunks.
+    ///
+    /// Throws `LocalFileError` when the file cannot be opened or read.
+    public static func hexOfFile(atPath path: String) throws -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LocalFileError(errno: errno, reading: path) }
+        defer { close(fd) }
+        var hasher = SHA256Hasher()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(fd, buffer.baseAddress, buffer.count)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw LocalFileError(errno: errno, reading: path)
+            }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+        return hasher.finalizeHex()
+    }
+
     /// The SHA-256 of `data` as lowercase hex.
     public static func hex(_ data: Data) -> String {
         var hasher = SHA256Hasher()

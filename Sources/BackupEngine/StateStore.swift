@@ -5,7 +5,6 @@
 
 import CSQLite
 import Foundation
-import Synchronization
 
 /// What the state knows of one remote file.
 public struct StateEntry: Sendable, Equatable {
@@ -26,17 +25,12 @@ public struct StateEntry: Sendable, Equatable {
 }
 
 /// The persistent state of one profile's sync, shared by the engine and `backup hold`.
-///
-/// `@unchecked Sendable` is safe here: the only mutable thing, the SQLite connection, is
-/// private and every use of it runs inside `lock.withLock` (see `withDB`), so no two threads
-/// ever touch it at once; the connection is opened with SQLITE_OPEN_NOMUTEX for that reason.
-public final class StateStore: @unchecked Sendable {
+public final class StateStore: Sendable {
     /// The newest format this build reads and writes (SQLite's user_version).
     public static let formatVersion: Int64 = 1
 
     public let path: String
-    private let lock = Mutex(())
-    private let connection: SQLiteConnection
+    private let connection: LockedConnection
 
     /// Opens (creating it with mode 0600 if needed) the state file at `path`.
     ///
@@ -44,59 +38,23 @@ public final class StateStore: @unchecked Sendable {
     /// from a newer version of backup.
     public init(path: String) throws {
         self.path = path
-        try StateStore.createPrivately(path)
-        let db = try SQLiteConnection(path: path)
-        try db.exec("PRAGMA busy_timeout = 5000")
-        let version = try db.scalarInt("PRAGMA user_version") ?? 0
-        if version > StateStore.formatVersion {
-            throw StateStoreError(
-                .newerFormat, path: path,
-                "the state file \(path) was written by a newer version of backup (format \(version); "
-                    + "this version reads format \(StateStore.formatVersion)). Upgrade backup, or delete "
-                    + "the file (`backup forget`) to start over: the next sync rebuilds it from the remote.")
-        }
-        // WAL survives any process kill; NORMAL skips the fsync per commit (~22 µs against
-        // ~130 µs per one-row transaction) and loses at most the last commits on power loss,
-        // which rule 2 then rebuilds from the remote.
-        _ = try db.scalarText("PRAGMA journal_mode = WAL")
-        try db.exec("PRAGMA synchronous = NORMAL")
-        if version < 1 {
-            try db.transaction {
-                try db.exec("""
-                    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-                    CREATE TABLE IF NOT EXISTS entries (
-                        path TEXT PRIMARY KEY, size INTEGER NOT NULL, hash TEXT, remote_id TEXT
-                    ) WITHOUT ROWID;
-                    PRAGMA user_version = 1;
-                    """)
-            }
-        }
-        connection = db
+        connection = LockedConnection(try SQLiteConnection.open(path: path, kind: StateStore.kind, formatVersion: StateStore.formatVersion) { db, _ in
+            try db.exec("""
+                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS entries (
+                    path TEXT PRIMARY KEY, size INTEGER NOT NULL, hash TEXT, remote_id TEXT
+                ) WITHOUT ROWID;
+                """)
+        })
     }
 
-    /// Creates the file and its folder readable by the owner only, before SQLite opens it
-    /// (SQLite gives its -wal and -shm files the mode of the database file).
-    private static func createPrivately(_ path: String) throws {
-        let folder = (path as NSString).deletingLastPathComponent
-        if !folder.isEmpty && !FileManager.default.fileExists(atPath: folder) {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw StateStoreError(.io, path: path, "cannot create the state folder \(folder): \(error.localizedDescription)")
-            }
-        }
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 {
-            let reason = String(cString: strerror(errno))
-            throw StateStoreError(.io, path: path, "cannot open the state file \(path): \(reason)")
-        }
-        fchmod(fd, 0o600)
-        close(fd)
-    }
+    static let kind = StoreKind(
+        name: "state file",
+        startOver: "It is only a cache of what the remote holds: delete it (`backup forget` does this) "
+            + "and the next sync rebuilds it from the remote.")
 
     private func withDB<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        try lock.withLock { _ in try body(connection) }
+        try connection.use(body)
     }
 
     // MARK: Entries

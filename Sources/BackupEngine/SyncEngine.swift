@@ -235,11 +235,7 @@ public final class SyncEngine: Sendable {
     }
 
     private func gateReason() async -> UnavailableReason? {
-        switch await availability() {
-        case .available: return nil
-        case .noAccount: return .noAccount
-        case .needsConsent: return .needsConsent
-        }
+        await availability().unavailableReason
     }
 
     /// Maps what a provider threw onto a CloudError; cancellation and state errors pass through.
@@ -257,31 +253,6 @@ public final class SyncEngine: Sendable {
     /// Looks at the remote without writing: never throws for cloud failures. In order: the
     /// availability gate, a listing failure, no files, no readable marker, found.
     public func probe() async -> ProbeOutcome {
-        if let reason = await gateReason() { return .unavailable(reason) }
-        let listing: [RemoteFile]
-        do {
-            listing = try await storage.list()
-        } catch {
-            return .failed(probeError(error))
-        }
-        if listing.isEmpty { return .none }
-        guard let marker = listing.first(where: { $0.path == markerPath }) else { return .notReady }
-        let bytes: Data
-        let identity: String
-        do {
-            bytes = try await storage.readBytes(markerPath)
-            identity = try await storage.identityKey() ?? marker.remoteId ?? ""
-        } catch let error as CloudError where error.kind == .notFound {
-            return .notReady  // listed but not readable (yet): another run is mid-write
-        } catch {
-            return .failed(probeError(error))
-        }
-        let source = SourceRef(
-            identityKey: identity, markerRemoteId: marker.remoteId, markerFingerprint: SHA256Hasher.hex(bytes))
-        return .found(marker: bytes, source: source, files: listing)
-    }
-
-    private func probeError(_ error: any Error) -> CloudError {
-        (error as? CloudError) ?? CloudError(.transport, String(describing: error))
+        await Probe(storage: storage, markerPath: markerPath, availability: availability).run()
     }
 }

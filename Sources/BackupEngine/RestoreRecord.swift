@@ -1,0 +1,155 @@
+// The restore record in SQLite (WAL): the plan, and per file whether it is pending,
+// downloaded (staged, not placed) or done (placed), with its failed attempts. Saved after
+// every download and every placement, so a process killed at any instant resumes from it.
+
+import Foundation
+
+/// Where one file of the plan stands.
+public enum RestoreFileStatus: Int64, Sendable, Equatable {
+    case pending = 0
+    /// Downloaded to its local path, not yet placed.
+    case downloaded = 1
+    /// Placed: never downloaded again.
+    case done = 2
+}
+
+/// One file of the record.
+public struct RecordedFile: Sendable, Equatable {
+    /// The file's position in the plan.
+    public var index: Int
+    public var file: RestoreFile
+    public var status: RestoreFileStatus
+    public var attempts: Int
+    public var lastError: String?
+}
+
+/// The persistent record of one restore.
+public final class RestoreRecord: Sendable {
+    public static let formatVersion: Int64 = 1
+
+    public let path: String
+    private let connection: LockedConnection
+
+    static let kind = StoreKind(
+        name: "restore record",
+        startOver: "Delete it and start the restore again without --resume: files already placed are "
+            + "compared, not downloaded twice.")
+
+    /// Opens (creating it with mode 0600 if needed) the record at `path`.
+    public init(path: String) throws {
+        self.path = path
+        connection = LockedConnection(try SQLiteConnection.open(path: path, kind: RestoreRecord.kind, formatVersion: RestoreRecord.formatVersion) { db, _ in
+            try db.exec("""
+                CREATE TABLE IF NOT EXISTS restore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS restore_files (
+                    idx INTEGER PRIMARY KEY, remote_path TEXT NOT NULL, local_path TEXT NOT NULL,
+                    required INTEGER NOT NULL, grp TEXT, sha256 TEXT, size INTEGER,
+                    status INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT
+                );
+                """)
+        })
+    }
+
+    private func withDB<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try connection.use(body)
+    }
+
+    /// Replaces whatever the record held with `plan`, every file pending (one transaction).
+    public func begin(_ plan: RestorePlan) throws {
+        let source = try JSONEncoder().encode(plan.source)
+        try withDB { db in
+            try db.transaction {
+                try db.exec("DELETE FROM restore_files; DELETE FROM restore_meta;")
+                try db.run("INSERT INTO restore_meta (key, value) VALUES ('source', ?1)", [.text(String(decoding: source, as: UTF8.self))])
+                for (index, file) in plan.files.enumerated() {
+                    try db.run(
+                        "INSERT INTO restore_files (idx, remote_path, local_path, required, grp, sha256, size) "
+                            + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        [
+                            .int(Int64(index)), .text(file.remotePath), .text(file.toLocalPath), .int(file.required ? 1 : 0),
+                            SQLValue(file.group), SQLValue(file.sha256), file.size.map { .int($0) } ?? .null,
+                        ])
+                }
+            }
+        }
+    }
+
+    /// The pinned source of the recorded plan, or nil when the record holds none.
+    public func source() throws -> SourceRef? {
+        guard let text = try withDB({ db in try db.scalarText("SELECT value FROM restore_meta WHERE key = 'source'") }) else {
+            return nil
+        }
+        do {
+            return try JSONDecoder().decode(SourceRef.self, from: Data(text.utf8))
+        } catch {
+            throw StateStoreError(.corrupt, path: path, "the restore record \(path) is damaged (its source cannot be read). \(RestoreRecord.kind.startOver)")
+        }
+    }
+
+    /// Every file of the plan, in plan order.
+    public func files() throws -> [RecordedFile] {
+        try withDB { db in
+            var result: [RecordedFile] = []
+            try db.run(
+                "SELECT idx, remote_path, local_path, required, grp, sha256, size, status, attempts, last_error "
+                    + "FROM restore_files ORDER BY idx"
+            ) { row in
+                let file = RestoreFile(
+                    remotePath: row.text(1) ?? "", toLocalPath: row.text(2) ?? "", required: row.int(3) != 0,
+                    group: row.text(4), sha256: row.text(5), size: row.isNull(6) ? nil : row.int(6))
+                result.append(RecordedFile(
+                    index: Int(row.int(0)), file: file, status: RestoreFileStatus(rawValue: row.int(7)) ?? .pending,
+                    attempts: Int(row.int(8)), lastError: row.text(9)))
+            }
+            return result
+        }
+    }
+
+    /// The recorded plan, or nil when the record holds none.
+    public func plan() throws -> RestorePlan? {
+        guard let source = try source() else { return nil }
+        return RestorePlan(source: source, files: try files().map(\.file))
+    }
+
+    /// Sets the status of files (one transaction).
+    public func setStatus(_ status: RestoreFileStatus, _ indices: [Int]) throws {
+        try withDB { db in
+            try db.transaction {
+                for index in indices {
+                    try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(status.rawValue), .int(Int64(index))])
+                }
+            }
+        }
+    }
+
+    /// Counts one failed attempt on each of `indices`, with the reason (one transaction).
+    public func countAttempt(_ indices: [Int], reason: String, status: RestoreFileStatus) throws {
+        try withDB { db in
+            try db.transaction {
+                for index in indices {
+                    try db.run(
+                        "UPDATE restore_files SET attempts = attempts + 1, last_error = ?1, status = ?2 WHERE idx = ?3",
+                        [.text(reason), .int(status.rawValue), .int(Int64(index))])
+                }
+            }
+        }
+    }
+
+    /// Forgets every failed attempt, so skipped files are tried again.
+    public func resetAttempts() throws {
+        try withDB { db in try db.run("UPDATE restore_files SET attempts = 0, last_error = NULL") }
+    }
+
+    /// Stamps the record complete.
+    public func complete(at date: Date) throws {
+        try withDB { db in
+            try db.run("INSERT OR REPLACE INTO restore_meta (key, value) VALUES ('completed', ?1)", [.text(String(date.timeIntervalSince1970))])
+        }
+    }
+
+    /// When the restore completed, or nil while files are pending.
+    public func completedAt() throws -> Date? {
+        try withDB { db in try db.scalarText("SELECT value FROM restore_meta WHERE key = 'completed'") }
+            .flatMap(Double.init).map { Date(timeIntervalSince1970: $0) }
+    }
+}
