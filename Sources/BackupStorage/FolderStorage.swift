@@ -243,28 +243,19 @@ public struct FolderStorage: RemoteStorage {
 
     // MARK: Paths
 
-    /// The components of a remote path, or a `.transport` error naming what is wrong with it.
-    ///
-    /// Splits on the "/" byte, not on Characters: "/" followed by a combining mark is one
-    /// Character, and splitting on Characters would let "../\u{301}x" through.
+    /// The components of a remote path, or a `.transport` error naming what is wrong with it
+    /// (RelativePath's rules, plus the provider's reserved names).
     static func components(of path: String) throws -> [String] {
-        func refuse(_ why: String) -> CloudError {
-            CloudError(.transport, "the remote path \(String(reflecting: path)) is not valid: \(why); "
+        let parts: [String]
+        do {
+            parts = try RelativePath.components(of: path)
+        } catch {
+            throw CloudError(.transport, "the remote path \(String(reflecting: path)) is not valid: \(error.reason); "
                 + "remote paths are relative to the remote folder and \"/\"-separated")
         }
-        if path.isEmpty { throw refuse("it is empty") }
-        if path.utf8.contains(0) { throw refuse("it contains a NUL character") }
-        if path.utf8.first == UInt8(ascii: "/") { throw refuse("it is absolute") }
-        let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-            .map { String(decoding: $0, as: UTF8.self) }
-        for part in parts {
-            if part.isEmpty { throw refuse("it has an empty component (a doubled or trailing \"/\")") }
-            if part.utf8.elementsEqual(".".utf8) || part.utf8.elementsEqual("..".utf8) {
-                throw refuse("it has a \".\" or \"..\" component")
-            }
-        }
         if let name = parts.last, name.hasPrefix(temporaryFilePrefix) || (parts.count == 1 && name == volumeIdFileName) {
-            throw refuse("the name is reserved for the folder provider's own files")
+            throw CloudError(.transport, "the remote path \(String(reflecting: path)) is not valid: "
+                + "the name is reserved for the folder provider's own files")
         }
         return parts
     }
@@ -343,30 +334,11 @@ public struct FolderStorage: RemoteStorage {
     private func openFolders<C: Collection<String>>(
         _ folders: C, under rootFD: Int32, create: Bool, operation: String
     ) throws -> [Int32] {
-        var chain: [Int32] = []
-        var walked = [rootForMessages]
         do {
-            for name in folders {
-                let parentFD = chain.last ?? rootFD
-                walked.append(name)
-                var fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if fd < 0 && errno == ENOENT && create {
-                    if mkdirat(parentFD, name, 0o777) != 0 && errno != EEXIST {
-                        throw SystemCallFailure(code: errno, operation: "creating the folder",
-                                                path: walked.joined(separator: "/"))
-                    }
-                    fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                }
-                guard fd >= 0 else {
-                    throw SystemCallFailure(code: errno, operation: operation, path: walked.joined(separator: "/"))
-                }
-                chain.append(fd)
-            }
+            return try openFolderChain(folders, under: rootFD, create: create, operation: operation, displayRoot: rootForMessages)
         } catch {
-            chain.forEach { close($0) }
-            throw error
+            throw SystemCallFailure(code: error.code, operation: error.operation, path: error.path)
         }
-        return chain
     }
 
     /// Opens a regular file for reading and returns it with its size; absent is `.notFound`.

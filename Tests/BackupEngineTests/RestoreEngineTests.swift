@@ -222,13 +222,18 @@ final class RestoreEngineTests: XCTestCase {
     func testRestoreRule06ProgressSentOnlyWhenACountChanges() async throws {
         let f = try await RestoreFixture(backup)
         let log = RestoreProgressLog()
-        let plan = try await f.plan([("docs/a.txt", true, "docs"), ("docs/b.txt", true, "docs"), ("notes.md", false, nil)])
-        _ = completedAt(try await f.engine.start(plan, onProgress: log.callback))
+        let plan = try await f.plan([
+            ("docs/a.txt", true, "docs"), ("docs/b.txt", true, "docs"), ("notes.md", false, nil), ("music/x.mp3", false, nil),
+        ])
+        // The last download fails: an attempt is counted, but no reported count changes.
+        f.storage.fail(.download, nth: 4, with: CloudError(.transport, "x"))
+        let outcome = try await f.engine.start(plan, onProgress: log.callback)
+        XCTAssertEqual(outcome, .partial(pending: ["music/x.mp3"]))
         let reports = log.all
-        XCTAssertEqual(reports.first, RestoreProgress(filesDone: 0, filesStaged: 0, filesTotal: 3, groupsDone: 0, groupsTotal: 2))
-        XCTAssertEqual(reports.last, RestoreProgress(filesDone: 3, filesStaged: 0, filesTotal: 3, groupsDone: 2, groupsTotal: 2))
+        XCTAssertEqual(reports.first, RestoreProgress(filesDone: 0, filesStaged: 0, filesTotal: 4, groupsDone: 0, groupsTotal: 3))
+        XCTAssertEqual(reports.last, RestoreProgress(filesDone: 3, filesStaged: 0, filesTotal: 4, groupsDone: 2, groupsTotal: 3))
         for (previous, next) in zip(reports, reports.dropFirst()) { XCTAssertNotEqual(previous, next, "a report without a change") }
-        // Initial, two downloads, docs placed, one download, notes placed.
+        // Initial, two downloads, docs placed, one download, notes placed; nothing for the failure.
         XCTAssertEqual(reports.count, 6)
     }
 
