@@ -21,6 +21,9 @@ let package = Package(
         // MARK: Providers behind RemoteStorage (FolderStorage is the embedded default)
         .target(name: "BackupStorage", dependencies: ["BackupEngine"]),
 
+        // MARK: The local side: scanning, the marker codec, patterns, restore placement
+        .target(name: "BackupTree", dependencies: ["BackupEngine", "CCrypto", "CZlib"]),
+
         // MARK: The executable: main.swift only
         .executableTarget(name: "backup", dependencies: ["BackupEngine", "BackupStorage"]),
 
@@ -30,8 +33,17 @@ let package = Package(
             dependencies: ["BackupEngine", "BackupStorage"],
             path: "Tests/BackupTestSupport"
         ),
+        .executableTarget(
+            name: "BackupKillHelper",
+            dependencies: ["BackupEngine", "BackupStorage", "BackupTree", "BackupTestSupport"],
+            path: "Tests/BackupKillHelper"
+        ),
         .testTarget(name: "BackupEngineTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
         .testTarget(name: "BackupStorageTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
+        .testTarget(
+            name: "BackupTreeTests",
+            dependencies: ["BackupEngine", "BackupTree", "BackupStorage", "BackupTestSupport", "BackupKillHelper"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

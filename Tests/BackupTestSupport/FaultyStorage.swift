@@ -64,6 +64,7 @@ public final class FaultyStorage: RemoteStorage {
         var always: [Operation: CloudError] = [:]
         var identity: IdentityOverride = .passThrough
         var hook: Hook?
+        var afterHook: Hook?
     }
 
     public let base: any RemoteStorage
@@ -97,6 +98,16 @@ public final class FaultyStorage: RemoteStorage {
 
     public func setHook(_ hook: Hook?) {
         state.withLock { $0.hook = hook }
+    }
+
+    /// Runs after a call succeeded on the wrapped provider, before it returns to the caller.
+    public func setAfterHook(_ hook: Hook?) {
+        state.withLock { $0.afterHook = hook }
+    }
+
+    private func leave(_ call: Call) async throws {
+        let (count, hook) = state.withLock { ($0.counts[call.operation] ?? 0, $0.afterHook) }
+        if let hook { try await hook(call, count) }
     }
 
     /// Every call so far, in order.
@@ -147,12 +158,16 @@ public final class FaultyStorage: RemoteStorage {
 
     public func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
         try await enter(.put(path))
-        return try await base.writeBytes(path, data)
+        let file = try await base.writeBytes(path, data)
+        try await leave(.put(path))
+        return file
     }
 
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
         try await enter(.put(path))
-        return try await base.writeFile(path, from: localPath)
+        let file = try await base.writeFile(path, from: localPath)
+        try await leave(.put(path))
+        return file
     }
 
     public func readBytes(_ path: String) async throws -> Data {
@@ -163,11 +178,13 @@ public final class FaultyStorage: RemoteStorage {
     public func downloadFile(_ path: String, to localPath: String) async throws {
         try await enter(.download(path))
         try await base.downloadFile(path, to: localPath)
+        try await leave(.download(path))
     }
 
     public func delete(_ path: String) async throws {
         try await enter(.delete(path))
         try await base.delete(path)
+        try await leave(.delete(path))
     }
 
     public func prefetch(_ paths: [String]) async {

@@ -1,0 +1,116 @@
+// Turning a probe into a restore plan (the remote listing grouped by the marker's groups,
+// required groups first) and the placement that moves staged downloads into the target.
+
+import BackupEngine
+import Foundation
+
+/// A plan, with the remote paths refused on the way (nothing is written for those).
+public struct PlannedRestore: Sendable, Equatable {
+    public var plan: RestorePlan
+    public var refused: [RefusedPath]
+    /// The groups in plan order, with their file counts.
+    public var groups: [(name: String, required: Bool, files: Int)] {
+        var result: [(name: String, required: Bool, files: Int)] = []
+        for file in plan.files {
+            let name = file.group ?? file.remotePath
+            if let last = result.last, last.name == name {
+                result[result.count - 1].files += 1
+            } else {
+                result.append((name, file.required, 1))
+            }
+        }
+        return result
+    }
+
+    public static func == (lhs: PlannedRestore, rhs: PlannedRestore) -> Bool {
+        lhs.plan == rhs.plan && lhs.refused == rhs.refused
+    }
+}
+
+/// Builds restore plans from what a probe found.
+public enum RestorePlanner {
+    /// The group of files that match none of the marker's groups; optional, placed last.
+    public static let otherFilesGroup = "(other files)"
+
+    /// The plan for restoring the backup a probe found into `target`: every listed file but
+    /// the marker, grouped by the marker's groups (required groups first, then optional ones,
+    /// each by its order, then the files no group claims), paths in byte order within a group.
+    ///
+    /// - Parameter only: restore only these groups (by name); nil restores all.
+    public static func plan(
+        marker data: Data, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
+        markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
+    ) throws(MarkerError) -> PlannedRestore {
+        let marker = try Marker.decode(data)
+        var refused: [RefusedPath] = []
+        var byGroup: [String: [RestoreFile]] = [:]
+        for file in files where file.path != markerPath {
+            let group = marker.group(for: file.path)
+            let name = group?.name ?? otherFilesGroup
+            if let only, !only.contains(name) { continue }
+            let staging: String
+            do {
+                staging = try target.stagingPath(for: file.path)
+            } catch {
+                refused.append(error)
+                continue
+            }
+            byGroup[name, default: []].append(RestoreFile(
+                remotePath: file.path, toLocalPath: staging, required: group?.required ?? false, group: name,
+                sha256: marker.hashes[file.path], size: file.size))
+        }
+        let ordered = marker.groups.enumerated().sorted { a, b in
+            if a.element.required != b.element.required { return a.element.required }
+            if a.element.order != b.element.order { return a.element.order < b.element.order }
+            return a.offset < b.offset
+        }.map(\.element.name) + [otherFilesGroup]
+        var planned: [RestoreFile] = []
+        var seen = Set<String>()
+        for name in ordered where seen.insert(name).inserted {
+            guard let group = byGroup[name] else { continue }
+            planned += group.sorted { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
+        }
+        refused.sort { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
+        return PlannedRestore(plan: RestorePlan(source: source, files: planned), refused: refused)
+    }
+}
+
+/// A group offered for placement, with what placing it would overwrite.
+public struct PlacementOffer: Sendable, Equatable {
+    public var group: RestoreGroup
+    public var conflicts: [PlacementConflict]
+}
+
+/// Placement into a RestoreTarget: a group is checked for conflicts, offered to `decide`,
+/// and when placed its staged files are renamed into place.
+public struct StagedPlacement: RestorePlacement {
+    public let target: RestoreTarget
+    /// Whether a local file with other contents may be replaced. When not, a group with such
+    /// a conflict is rejected (and reported through `onConflict`) without asking.
+    public let overwrite: Bool
+    private let decide: @Sendable (PlacementOffer) async -> PlacementDecision
+    private let onConflict: @Sendable (PlacementOffer) -> Void
+
+    public init(
+        target: RestoreTarget, overwrite: Bool = false,
+        decide: @escaping @Sendable (PlacementOffer) async -> PlacementDecision = { _ in .placed },
+        onConflict: @escaping @Sendable (PlacementOffer) -> Void = { _ in }
+    ) {
+        self.target = target
+        self.overwrite = overwrite
+        self.decide = decide
+        self.onConflict = onConflict
+    }
+
+    public func place(_ group: RestoreGroup) async throws -> PlacementDecision {
+        let conflicts = try group.files.compactMap { try target.conflict(for: $0) }
+        let offer = PlacementOffer(group: group, conflicts: conflicts)
+        if !overwrite && !conflicts.isEmpty {
+            onConflict(offer)
+            return .rejected
+        }
+        let decision = await decide(offer)
+        if decision == .placed { try target.place(group.files) }
+        return decision
+    }
+}

@@ -1,0 +1,135 @@
+// zlib compression for the marker: whole-buffer deflate and a bounded inflate, so a hostile
+// or damaged marker cannot make restore allocate without limit.
+
+import CZlib
+import Foundation
+
+/// Why a zlib operation failed.
+public enum ZlibError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The compressed stream stops before its end.
+    case truncated
+    /// The compressed stream is not valid zlib data; the detail is zlib's own message.
+    case corrupt(String)
+    /// Bytes follow the end of the compressed stream.
+    case trailingData
+    /// The decompressed data would exceed the caller's limit.
+    case tooLarge(limit: Int)
+    /// zlib itself failed (out of memory, bad level); the detail names the call and code.
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .truncated: return "compressed data is truncated"
+        case .corrupt(let detail): return "compressed data is corrupt (\(detail))"
+        case .trailingData: return "unexpected bytes after the end of the compressed data"
+        case .tooLarge(let limit): return "decompressed data is larger than the limit of \(limit) bytes"
+        case .failed(let detail): return "zlib failed: \(detail)"
+        }
+    }
+}
+
+/// Whole-buffer zlib (RFC 1950) compression.
+public enum Zlib {
+    /// The default bound on decompressed output: 1 GiB.
+    public static let defaultMaxOutputSize = 1 << 30
+
+    // Output grows in chunks this size; small enough not to waste memory on small inputs.
+    private static let chunkSize = 256 * 1024
+    // avail_in is a 32-bit field, so larger inputs are fed in slices.
+    private static let maxInputSlice = 1 << 30
+
+    /// `data` compressed at `level` (0...9, or -1 for zlib's default, 6).
+    ///
+    /// The output is a pure function of the input and level for a given zlib build.
+    public static func compress(_ data: Data, level: Int32 = Z_DEFAULT_COMPRESSION) throws(ZlibError) -> Data {
+        var stream = z_stream()
+        let initCode = backup_deflate_init(&stream, level)
+        guard initCode == Z_OK else { throw .failed("deflateInit (level \(level)) returned \(initCode)") }
+        defer { deflateEnd(&stream) }
+
+        let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: chunkSize)
+        defer { chunk.deallocate() }
+        var output = Data()
+        let result: Result<Void, ZlibError> = data.withUnsafeBytes { raw in
+            let base = raw.bindMemory(to: UInt8.self).baseAddress
+            var offset = 0
+            while true {
+                let slice = min(raw.count - offset, maxInputSlice)
+                // zlib never writes through next_in; the mutable type is a quirk of its header.
+                stream.next_in = base.map { UnsafeMutablePointer(mutating: $0 + offset) }
+                stream.avail_in = UInt32(slice)
+                offset += slice
+                let flush = offset == raw.count ? Z_FINISH : Z_NO_FLUSH
+                var code: Int32
+                repeat {
+                    stream.next_out = chunk
+                    stream.avail_out = UInt32(chunkSize)
+                    code = deflate(&stream, flush)
+                    if code == Z_STREAM_ERROR { return .failure(.failed("deflate returned Z_STREAM_ERROR")) }
+                    output.append(chunk, count: chunkSize - Int(stream.avail_out))
+                } while stream.avail_out == 0
+                if flush == Z_FINISH {
+                    return code == Z_STREAM_END ? .success(()) : .failure(.failed("deflate ended with code \(code)"))
+                }
+            }
+        }
+        try result.get()
+        return output
+    }
+
+    /// `data` decompressed, refusing to produce more than `maxOutputSize` bytes.
+    ///
+    /// The whole input must be exactly one zlib stream: a stream that stops early is
+    /// `.truncated`, bytes after its end are `.trailingData`.
+    public static func decompress(_ data: Data, maxOutputSize: Int = defaultMaxOutputSize) throws(ZlibError) -> Data {
+        var stream = z_stream()
+        let initCode = backup_inflate_init(&stream)
+        guard initCode == Z_OK else { throw .failed("inflateInit returned \(initCode)") }
+        defer { inflateEnd(&stream) }
+
+        let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: chunkSize)
+        defer { chunk.deallocate() }
+        var output = Data()
+        let result: Result<Void, ZlibError> = data.withUnsafeBytes { raw in
+            let base = raw.bindMemory(to: UInt8.self).baseAddress
+            var offset = 0
+            while true {
+                if stream.avail_in == 0 && offset < raw.count {
+                    let slice = min(raw.count - offset, maxInputSlice)
+                    stream.next_in = base.map { UnsafeMutablePointer(mutating: $0 + offset) }
+                    stream.avail_in = UInt32(slice)
+                    offset += slice
+                }
+                stream.next_out = chunk
+                stream.avail_out = UInt32(chunkSize)
+                let code = inflate(&stream, Z_NO_FLUSH)
+                let produced = chunkSize - Int(stream.avail_out)
+                switch code {
+                case Z_OK, Z_STREAM_END, Z_BUF_ERROR:
+                    // Checked before appending, so a bomb never holds more than the limit plus one chunk.
+                    if produced > maxOutputSize - output.count { return .failure(.tooLarge(limit: maxOutputSize)) }
+                    output.append(chunk, count: produced)
+                    if code == Z_STREAM_END {
+                        let rest = Int(stream.avail_in) + (raw.count - offset)
+                        return rest == 0 ? .success(()) : .failure(.trailingData)
+                    }
+                    // Output space left over with every input byte consumed and no stream end:
+                    // inflate is waiting for input that does not exist.
+                    if stream.avail_out > 0 && stream.avail_in == 0 && offset == raw.count {
+                        return .failure(.truncated)
+                    }
+                case Z_NEED_DICT:
+                    return .failure(.corrupt("the stream needs a preset dictionary"))
+                case Z_DATA_ERROR:
+                    return .failure(.corrupt(stream.msg.map { String(cString: $0) } ?? "invalid data"))
+                case Z_MEM_ERROR:
+                    return .failure(.failed("inflate ran out of memory"))
+                default:
+                    return .failure(.failed("inflate returned \(code)"))
+                }
+            }
+        }
+        try result.get()
+        return output
+    }
+}

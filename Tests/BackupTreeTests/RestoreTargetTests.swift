@@ -1,0 +1,153 @@
+// The restore side of the tree: plans built from a real probe of a real backup, staging
+// inside the target, hash checks, conflicts, and placement that never leaves the target.
+
+import BackupEngine
+import BackupStorage
+import BackupTestSupport
+import BackupTree
+import Foundation
+import Synchronization
+import XCTest
+
+final class RestoreTargetTests: XCTestCase {
+    private var dir: TempDir!
+    private var storage: FolderStorage!
+    private let groups = [
+        MarkerGroup(name: "documents", required: true, patterns: ["docs/"], order: 1),
+        MarkerGroup(name: "photos", required: false, patterns: ["*.jpg"], order: 2),
+        MarkerGroup(name: "settings", required: true, patterns: ["/.config/"], order: 0),
+    ]
+    private let files: [(String, String)] = [
+        ("docs/report.txt", "quarterly"), ("docs/deep/er/notes.txt", "deep"), ("photos/2024/beach.jpg", "sand"),
+        ("photos/cat.jpg", "meow"), (".config/app.ini", "[app]"), ("README", "read me"), ("Ünïcødé 日本/ファイル.txt", "wide"),
+    ]
+
+    override func setUp() async throws {
+        dir = try TempDir("backup-restore")
+        try dir.makeFolder("remote")
+        storage = FolderStorage(root: dir.path("remote"))
+        // A real backup: the sync engine writes the files and a real marker.
+        let state = try StateStore(path: dir.path("state.db"))
+        let engine = SyncEngine(storage: storage, state: state)
+        let marker = Marker(groups: groups, hashes: Dictionary(uniqueKeysWithValues: files.map { ($0.0, SHA256Hasher.hex(Data($0.1.utf8))) }))
+        let entries = files.map { file in
+            SyncEntry(path: file.0, size: Int64(file.1.utf8.count), hash: SHA256Hasher.hex(Data(file.1.utf8)), source: .bytes(Data(file.1.utf8)))
+        }
+        guard case .completed = try await engine.sync(SyncSnapshot(entries: entries, marker: try marker.encoded())) else {
+            return XCTFail("the backup did not complete")
+        }
+    }
+
+    override func tearDown() {
+        dir.cleanup()
+    }
+
+    private func found() async throws -> (Data, SourceRef, [RemoteFile]) {
+        let state = try StateStore(path: dir.path("state.db"))
+        guard case .found(let marker, let source, let listing) = await SyncEngine(storage: storage, state: state).probe() else {
+            throw XCTSkip("no backup")
+        }
+        return (marker, source, listing)
+    }
+
+    private func planned(into target: RestoreTarget, extra: [RemoteFile] = [], only: Set<String>? = nil) async throws -> PlannedRestore {
+        let (marker, source, listing) = try await found()
+        return try RestorePlanner.plan(marker: marker, source: source, files: listing + extra, target: target, only: only)
+    }
+
+    func testPlanGroupsByMarkerRequiredFirstOtherFilesLast() async throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        let result = try await planned(into: target)
+        XCTAssertEqual(result.groups.map(\.name), ["settings", "documents", "photos", RestorePlanner.otherFilesGroup])
+        XCTAssertEqual(result.groups.map(\.required), [true, true, false, false])
+        XCTAssertEqual(result.plan.files.map(\.remotePath), [
+            ".config/app.ini", "docs/deep/er/notes.txt", "docs/report.txt", "photos/2024/beach.jpg", "photos/cat.jpg",
+            "README", "Ünïcødé 日本/ファイル.txt",
+        ])
+        XCTAssertFalse(result.plan.files.contains { $0.remotePath == SyncEngine.defaultMarkerPath })
+        XCTAssertEqual(result.plan.files[0].sha256, SHA256Hasher.hex(Data("[app]".utf8)))
+        XCTAssertEqual(result.plan.files[0].size, 5)
+        XCTAssertEqual(result.plan.files[0].toLocalPath, target.root + "/.backup-staging/.config/app.ini")
+    }
+
+    func testPlanOnlyNamedGroups() async throws {
+        let result = try await planned(into: RestoreTarget(root: dir.path("target")), only: ["photos"])
+        XCTAssertEqual(result.plan.files.map(\.remotePath), ["photos/2024/beach.jpg", "photos/cat.jpg"])
+    }
+
+    func testPlanRefusesPathsThatWouldLeaveTheTarget() async throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        let hostile = ["/etc/passwd", "../escape.txt", "a/../../b", "a//b", ".backup-staging/x", "./x"].map {
+            RemoteFile(path: $0, size: 1, remoteId: nil)
+        }
+        let result = try await planned(into: target, extra: hostile)
+        XCTAssertEqual(Set(result.refused.map(\.remotePath)), Set(hostile.map(\.path)))
+        for refused in result.refused {
+            XCTAssertTrue(refused.description.contains(refused.remotePath), refused.description)
+        }
+        XCTAssertEqual(result.plan.files.count, files.count, "nothing planned for a refused path")
+    }
+
+    func testFullRestoreIsByteIdenticalAndStagingIsRemoved() async throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        try target.prepare()
+        let plan = try await planned(into: target).plan
+        let record = try RestoreRecord(path: dir.path("record.db"))
+        let engine = RestoreEngine(storage: storage, record: record)
+        guard case .completed = try await engine.start(plan, placement: StagedPlacement(target: target)) else {
+            return XCTFail("restore did not complete")
+        }
+        target.removeEmptyStaging()
+        for (path, text) in files {
+            XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/" + path), Data(text.utf8), path)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.stagingRoot))
+    }
+
+    func testDifferentLocalFileRejectsItsGroupWithoutOverwrite() async throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        try dir.write("target/photos/cat.jpg", Data("a different cat".utf8))
+        try dir.write("target/docs/report.txt", Data("quarterly".utf8))  // identical: no conflict
+        let plan = try await planned(into: target).plan
+        let engine = RestoreEngine(storage: storage, record: try RestoreRecord(path: dir.path("record.db")))
+        let conflicts = ConflictLog()
+        let outcome = try await engine.start(plan, placement: StagedPlacement(target: target, onConflict: conflicts.add))
+        XCTAssertEqual(outcome, .partial(pending: ["photos/2024/beach.jpg", "photos/cat.jpg"]))
+        XCTAssertEqual(conflicts.all.flatMap(\.conflicts).map(\.remotePath), ["photos/cat.jpg"])
+        XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/photos/cat.jpg"), Data("a different cat".utf8))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.root + "/photos/2024/beach.jpg"), "the whole group waits")
+
+        // With --overwrite, the resumed run places it.
+        let resumed = try await engine.resume(placement: StagedPlacement(target: target, overwrite: true))
+        guard case .completed = resumed else { return XCTFail("expected completed, got \(resumed)") }
+        XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/photos/cat.jpg"), Data("meow".utf8))
+    }
+
+    func testPlacementNeverFollowsALinkOutOfTheTarget() async throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        try dir.makeFolder("outside")
+        try dir.makeFolder("target")
+        XCTAssertEqual(symlink(dir.path("outside"), dir.path("target/docs")), 0)
+        let plan = try await planned(into: target).plan
+        let engine = RestoreEngine(storage: storage, record: try RestoreRecord(path: dir.path("record.db")))
+        let outcome = try await engine.start(plan, placement: StagedPlacement(target: target, overwrite: true))
+        guard case .failed = outcome else { return XCTFail("expected the required documents group to fail, got \(outcome)") }
+        XCTAssertEqual(try dir.entries(under: "outside"), [], "nothing written through the link")
+    }
+
+    func testConflictReportsALinkInTheWay() throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        try dir.makeFolder("outside")
+        try dir.makeFolder("target")
+        XCTAssertEqual(symlink(dir.path("outside"), dir.path("target/docs")), 0)
+        let file = RestoreFile(remotePath: "docs/report.txt", toLocalPath: try target.stagingPath(for: "docs/report.txt"), size: 9)
+        XCTAssertEqual(try target.conflict(for: file)?.kind, .notARegularFile)
+    }
+}
+
+/// Collects the offers StagedPlacement rejected for conflicts.
+final class ConflictLog: Sendable {
+    private let offers = Mutex<[PlacementOffer]>([])
+    var all: [PlacementOffer] { offers.withLock { $0 } }
+    var add: @Sendable (PlacementOffer) -> Void { { offer in self.offers.withLock { $0.append(offer) } } }
+}
