@@ -14,12 +14,13 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
 
         // MARK: The contract: value types, RemoteStorage, SyncEngine, probe, hold, SQLite state
         .target(name: "BackupEngine", dependencies: ["CSQLite", "CCrypto"]),
 
         // MARK: Providers behind RemoteStorage (FolderStorage is the embedded default)
-        .target(name: "BackupStorage", dependencies: ["BackupEngine"]),
+        .target(name: "BackupStorage", dependencies: ["BackupEngine", "CCurl", "CCrypto"]),
 
         // MARK: The local side: scanning, the marker codec, patterns, restore placement
         .target(name: "BackupTree", dependencies: ["BackupEngine", "CCrypto", "CZlib"]),
