@@ -67,14 +67,14 @@ public func openFolderChain<C: Collection<String>>(
     for name in folders {
         let parentFD = chain.last ?? rootFD
         walked.append(name)
-        var fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        var fd = FileName.withCString(name) { openat(parentFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if fd < 0 && errno == ENOENT && create {
-            if mkdirat(parentFD, name, 0o777) != 0 && errno != EEXIST {
+            if FileName.withCString(name, { mkdirat(parentFD, $0, 0o777) }) != 0 && errno != EEXIST {
                 let code = errno
                 chain.forEach { close($0) }
                 throw FolderWalkError(code: code, operation: "creating the folder", path: walked.joined(separator: "/"))
             }
-            fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            fd = FileName.withCString(name) { openat(parentFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         }
         guard fd >= 0 else {
             let code = errno

@@ -38,9 +38,22 @@ public struct SHA256Hasher: ~Copyable {
     ///
     /// Throws `LocalFileError` when the file cannot be opened or read.
     public static func hexOfFile(atPath path: String) throws -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = FileName.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { throw LocalFileError(errno: errno, reading: path) }
         defer { close(fd) }
+        return try hexOfOpenFile(fd, displayPath: path)
+    }
+
+    /// The SHA-256 of the file `name` in the folder `folderFD`, opened without following a link.
+    public static func hexOfFile(at folderFD: Int32, name: String, displayPath: String) throws -> String {
+        let fd = FileName.withCString(name) { openat(folderFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { throw LocalFileError(errno: errno, reading: displayPath) }
+        defer { close(fd) }
+        return try hexOfOpenFile(fd, displayPath: displayPath)
+    }
+
+    /// The SHA-256 of what is left to read of `fd`.
+    public static func hexOfOpenFile(_ fd: Int32, displayPath path: String) throws -> String {
         var hasher = SHA256Hasher()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }

@@ -24,10 +24,32 @@ public struct StateEntry: Sendable, Equatable {
     }
 }
 
+/// What a local file looked like when it was hashed: while size, modification time and inode
+/// are unchanged, the file is not read again.
+public struct Fingerprint: Sendable, Equatable {
+    public var size: Int64
+    public var mtimeNanoseconds: Int64
+    public var inode: UInt64
+    /// The SHA-256 (lowercase hex) the file had.
+    public var hash: String
+
+    public init(size: Int64, mtimeNanoseconds: Int64, inode: UInt64, hash: String) {
+        self.size = size
+        self.mtimeNanoseconds = mtimeNanoseconds
+        self.inode = inode
+        self.hash = hash
+    }
+
+    /// Whether a file with this size, mtime and inode is the one that was hashed.
+    public func matches(size: Int64, mtimeNanoseconds: Int64, inode: UInt64) -> Bool {
+        self.size == size && self.mtimeNanoseconds == mtimeNanoseconds && self.inode == inode
+    }
+}
+
 /// The persistent state of one profile's sync, shared by the engine and `backup hold`.
 public final class StateStore: Sendable {
     /// The newest format this build reads and writes (SQLite's user_version).
-    public static let formatVersion: Int64 = 1
+    public static let formatVersion: Int64 = 2
 
     public let path: String
     private let connection: LockedConnection
@@ -38,13 +60,23 @@ public final class StateStore: Sendable {
     /// from a newer version of backup.
     public init(path: String) throws {
         self.path = path
-        connection = LockedConnection(try SQLiteConnection.open(path: path, kind: StateStore.kind, formatVersion: StateStore.formatVersion) { db, _ in
-            try db.exec("""
-                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS entries (
-                    path TEXT PRIMARY KEY, size INTEGER NOT NULL, hash TEXT, remote_id TEXT
-                ) WITHOUT ROWID;
-                """)
+        connection = LockedConnection(try SQLiteConnection.open(path: path, kind: StateStore.kind, formatVersion: StateStore.formatVersion) { db, from in
+            if from < 1 {
+                try db.exec("""
+                    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+                    CREATE TABLE IF NOT EXISTS entries (
+                        path TEXT PRIMARY KEY, size INTEGER NOT NULL, hash TEXT, remote_id TEXT
+                    ) WITHOUT ROWID;
+                    """)
+            }
+            if from < 2 {
+                try db.exec("""
+                    CREATE TABLE IF NOT EXISTS fingerprints (
+                        path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+                        inode INTEGER NOT NULL, hash TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+            }
         })
     }
 
@@ -97,6 +129,35 @@ public final class StateStore: Sendable {
                     try db.run(
                         "INSERT OR REPLACE INTO entries (path, size, hash, remote_id) VALUES (?1, ?2, ?3, ?4)",
                         [.text(entry.path), .int(entry.size), SQLValue(entry.hash), SQLValue(entry.remoteId)])
+                }
+            }
+        }
+    }
+
+    // MARK: Fingerprints
+
+    /// Every cached fingerprint, by path: what the local file looked like when it was hashed.
+    public func fingerprints() throws -> [String: Fingerprint] {
+        try withDB { db in
+            var result: [String: Fingerprint] = [:]
+            try db.run("SELECT path, size, mtime_ns, inode, hash FROM fingerprints") { row in
+                result[row.text(0) ?? ""] = Fingerprint(
+                    size: row.int(1), mtimeNanoseconds: row.int(2), inode: UInt64(bitPattern: row.int(3)), hash: row.text(4) ?? "")
+            }
+            return result
+        }
+    }
+
+    /// Stores new fingerprints and forgets those of files that are gone, in one transaction.
+    public func updateFingerprints(_ updates: [String: Fingerprint], removing removed: [String] = []) throws {
+        guard !updates.isEmpty || !removed.isEmpty else { return }
+        try withDB { db in
+            try db.transaction {
+                for path in removed { try db.run("DELETE FROM fingerprints WHERE path = ?1", [.text(path)]) }
+                for (path, print) in updates {
+                    try db.run(
+                        "INSERT OR REPLACE INTO fingerprints (path, size, mtime_ns, inode, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        [.text(path), .int(print.size), .int(print.mtimeNanoseconds), .int(Int64(bitPattern: print.inode)), .text(print.hash)])
                 }
             }
         }

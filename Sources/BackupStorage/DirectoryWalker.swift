@@ -2,6 +2,8 @@
 // of hundreds of thousands of files. FileManager's enumerator builds URLs and attribute
 // dictionaries per entry, which costs several times more than the system calls themselves.
 
+import BackupEngine
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -49,18 +51,19 @@ struct DirectoryWalker {
                 if code != 0 { throw SystemCallFailure(code: code, operation: "listing", path: diskPath) }
                 return
             }
-            let decoded = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
-                tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
-                    String(validatingCString: $0)
+            // Names are bytes; FileName makes any of them a String, reversibly.
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
+                tuple.withMemoryRebound(to: UInt8.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
+                    FileName.string(fromBytes: UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))))
                 }
             }
-            guard let name = decoded, name != ".", name != ".." else { continue }
+            guard name != ".", name != ".." else { continue }
             if skip(relative, name) { continue }
 
             var type = entry.pointee.d_type
             var status = stat()
             if type == UInt8(DT_REG) || type == UInt8(DT_UNKNOWN) {
-                if fstatat(folderFD, name, &status, AT_SYMLINK_NOFOLLOW) != 0 {
+                if FileName.withCString(name, { fstatat(folderFD, $0, &status, AT_SYMLINK_NOFOLLOW) }) != 0 {
                     let code = errno
                     // Deleted between readdir and fstatat: it is simply no longer there.
                     if code == ENOENT { continue }
@@ -76,7 +79,7 @@ struct DirectoryWalker {
             if type == UInt8(DT_REG) {
                 visit(prefix + name, status)
             } else if type == UInt8(DT_DIR) {
-                let child = openat(folderFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                let child = FileName.withCString(name) { openat(folderFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
                 if child < 0 {
                     let code = errno
                     // Removed or replaced by a link since readdir: nothing of ours to list.

@@ -123,7 +123,7 @@ public struct FolderStorage: RemoteStorage {
             defer { close(rootFD) }
             // O_NONBLOCK so that a FIFO given by mistake is refused below instead of hanging
             // the open; it changes nothing for regular files.
-            let source = open(localPath, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            let source = FileName.withCString(localPath) { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
             guard source >= 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
             defer { close(source) }
             var status = stat()
@@ -175,12 +175,12 @@ public struct FolderStorage: RemoteStorage {
             var target: Int32 = -1
             for _ in 0..<8 where target < 0 {
                 temporary = localFolder + "/" + Self.temporaryName()
-                target = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+                target = FileName.withCString(temporary) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666) }
                 if target < 0 && errno != EEXIST { break }
             }
             guard target >= 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
             var placed = false
-            defer { if !placed { unlink(temporary) } }
+            defer { if !placed { FileName.withCString(temporary) { _ = unlink($0) } } }
 
             do {
                 try copyContents(from: source, to: target, expectedSize: size)
@@ -192,7 +192,7 @@ public struct FolderStorage: RemoteStorage {
                 }
             }
             guard close(target) == 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
-            guard rename(temporary, localPath) == 0 else {
+            guard FileName.withCString(temporary, { from in FileName.withCString(localPath) { rename(from, $0) } }) == 0 else {
                 throw localFileError(errno: errno, operation: "write", path: localPath)
             }
             placed = true
@@ -214,14 +214,14 @@ public struct FolderStorage: RemoteStorage {
             }
             defer { chain.forEach { close($0) } }
 
-            if unlinkat(chain.last ?? rootFD, parts[parts.count - 1], 0) != 0 && errno != ENOENT {
+            if FileName.withCString(parts[parts.count - 1], { unlinkat(chain.last ?? rootFD, $0, 0) }) != 0 && errno != ENOENT {
                 throw SystemCallFailure(code: errno, operation: "deleting", path: diskPath(parts))
             }
             // Best effort, deepest first: a folder that is not empty (or cannot be removed)
             // ends the pruning, and a writer racing us re-creates what it needs.
             for index in stride(from: folders.count - 1, through: 0, by: -1) {
                 let parentFD = index == 0 ? rootFD : chain[index - 1]
-                if unlinkat(parentFD, folders[folders.startIndex + index], AT_REMOVEDIR) != 0 { break }
+                if FileName.withCString(folders[folders.startIndex + index], { unlinkat(parentFD, $0, AT_REMOVEDIR) }) != 0 { break }
             }
         }
     }
@@ -351,7 +351,7 @@ public struct FolderStorage: RemoteStorage {
             throw notFound
         }
         defer { chain.forEach { close($0) } }
-        let fd = openat(chain.last ?? rootFD, parts[parts.count - 1], O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = FileName.withCString(parts[parts.count - 1]) { openat(chain.last ?? rootFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else {
             let code = errno
             if Self.meansAbsent(code) { throw notFound }
@@ -409,7 +409,7 @@ public struct FolderStorage: RemoteStorage {
                 // A concurrent delete pruned the folder between opening and creating: reopen.
                 continue
             }
-            guard renameat(folderFD, temporary, folderFD, name) == 0 else {
+            guard FileName.withCString(name, { renameat(folderFD, temporary, folderFD, $0) }) == 0 else {
                 let code = errno
                 unlinkat(folderFD, temporary, 0)
                 throw SystemCallFailure(code: code, operation: "writing", path: displayPath)
@@ -418,7 +418,7 @@ public struct FolderStorage: RemoteStorage {
                 throw SystemCallFailure(code: errno, operation: "syncing the folder of", path: displayPath)
             }
             var status = stat()
-            guard fstatat(folderFD, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+            guard FileName.withCString(name, { fstatat(folderFD, $0, &status, AT_SYMLINK_NOFOLLOW) }) == 0 else {
                 throw SystemCallFailure(code: errno, operation: "checking", path: displayPath)
             }
             return RemoteFile(path: parts.joined(separator: "/"), size: Int64(status.st_size),
@@ -585,7 +585,7 @@ func copyContents(from source: Int32, to destination: Int32, expectedSize: Int64
 
 /// Creates `folder` and its missing parents on the local side.
 private func makeLocalFolders(_ folder: String) throws {
-    if mkdir(folder, 0o777) == 0 || errno == EEXIST { return }
+    if FileName.withCString(folder, { mkdir($0, 0o777) }) == 0 || errno == EEXIST { return }
     guard errno == ENOENT else { throw localFileError(errno: errno, operation: "create the folder of", path: folder) }
     let parent: String
     if let slash = folder.utf8.lastIndex(of: UInt8(ascii: "/")), slash != folder.utf8.startIndex {
@@ -594,7 +594,7 @@ private func makeLocalFolders(_ folder: String) throws {
         throw localFileError(errno: ENOENT, operation: "create the folder of", path: folder)
     }
     try makeLocalFolders(parent)
-    if mkdir(folder, 0o777) != 0 && errno != EEXIST {
+    if FileName.withCString(folder, { mkdir($0, 0o777) }) != 0 && errno != EEXIST {
         throw localFileError(errno: errno, operation: "create the folder of", path: folder)
     }
 }

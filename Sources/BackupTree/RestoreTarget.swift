@@ -107,7 +107,7 @@ public struct RestoreTarget: Sendable {
         let folderFD = chain.last ?? rootFD
         let name = parts[parts.count - 1]
         var info = stat()
-        if fstatat(folderFD, name, &info, AT_SYMLINK_NOFOLLOW) != 0 {
+        if FileName.withCString(name, { fstatat(folderFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) != 0 {
             if errno == ENOENT { return nil }
             throw LocalFileError(errno: errno, reading: finalPath)
         }
@@ -124,10 +124,7 @@ public struct RestoreTarget: Sendable {
             guard stat(file.toLocalPath, &staged) == 0 else { return different }
             return staged.st_size == info.st_size ? nil : different
         }
-        let fd = openat(folderFD, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw LocalFileError(errno: errno, reading: finalPath) }
-        close(fd)
-        return try SHA256Hasher.hexOfFile(atPath: finalPath) == expected ? nil : different
+        return try SHA256Hasher.hexOfFile(at: folderFD, name: name, displayPath: finalPath) == expected ? nil : different
     }
 
     // MARK: Placing
@@ -161,7 +158,7 @@ public struct RestoreTarget: Sendable {
             defer { staging.forEach { close($0) } }
             let from = staging.last ?? rootFD
             let to = target.last ?? rootFD
-            if renameat(from, name, to, name) != 0 {
+            if FileName.withCString(name, { renameat(from, $0, to, $0) }) != 0 {
                 let code = errno
                 throw LocalFileError(path: finalPath, message: "cannot place \(finalPath): \(String(cString: strerror(code)))")
             }

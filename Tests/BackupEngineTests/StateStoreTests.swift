@@ -94,3 +94,33 @@ final class StateStoreTests: XCTestCase {
         XCTAssertEqual(try store.meta("consent"), "yes")
     }
 }
+
+extension StateStoreTests {
+    func testFingerprintsRoundTripAndAreForgotten() throws {
+        let path = dir + "/sync.db"
+        let store = try StateStore(path: path)
+        let print = Fingerprint(size: 10, mtimeNanoseconds: 1_700_000_000_123_456_789, inode: UInt64.max - 3, hash: "ab")
+        try store.updateFingerprints(["a": print, "b": print])
+        try store.updateFingerprints([:], removing: ["b"])
+        XCTAssertEqual(try StateStore(path: path).fingerprints(), ["a": print])
+        XCTAssertTrue(print.matches(size: 10, mtimeNanoseconds: 1_700_000_000_123_456_789, inode: UInt64.max - 3))
+        XCTAssertFalse(print.matches(size: 10, mtimeNanoseconds: 1_700_000_000_123_456_780, inode: UInt64.max - 3))
+    }
+
+    func testFormatOneStateFileIsMigrated() throws {
+        let path = dir + "/sync.db"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var db: OpaquePointer?
+        sqlite3_open(path, &db)
+        sqlite3_exec(db, """
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+            CREATE TABLE entries (path TEXT PRIMARY KEY, size INTEGER NOT NULL, hash TEXT, remote_id TEXT) WITHOUT ROWID;
+            INSERT INTO entries VALUES ('kept', 3, 'h', NULL);
+            PRAGMA user_version = 1;
+            """, nil, nil, nil)
+        sqlite3_close(db)
+        let store = try StateStore(path: path)
+        XCTAssertEqual(try store.entries().keys.sorted(), ["kept"])
+        XCTAssertEqual(try store.fingerprints(), [:])
+    }
+}

@@ -363,6 +363,36 @@ final class FolderStorageTests: XCTestCase {
     // MARK: Helpers
 
     /// A remote folder and a scratch folder side by side in one temporary directory.
+    // MARK: Names that are not UTF-8
+
+    func testNamesThatAreNotUTF8RoundTripByteExactly() async throws {
+        let remote = try makeRemote()
+        let raw: [UInt8] = Array("remote/dir/caf".utf8) + [0xE9] + Array(".txt".utf8)
+        // A file another program wrote with a Latin-1 name is listed under its escaped name.
+        try FileManager.default.createDirectory(atPath: remote.dir.path("remote/dir"), withIntermediateDirectories: true)
+        let fd = FileName.withCString(FileName.string(fromBytes: Array(remote.dir.path("").utf8) + raw)) {
+            open($0, O_WRONLY | O_CREAT, 0o644)
+        }
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        XCTAssertEqual(write(fd, "latin", 5), 5)
+        close(fd)
+        let name = "dir/" + FileName.string(fromBytes: Array("caf".utf8) + [0xE9] + Array(".txt".utf8))
+        let listed = try await remote.storage.list().map(\.path)
+        XCTAssertEqual(listed, [name])
+        let read = try await remote.storage.readBytes(name)
+        XCTAssertEqual(read, Data("latin".utf8))
+
+        // Written under an escaped name, the file on disk carries the raw bytes.
+        let other = FileName.string(fromBytes: [0xFF, 0x41])
+        _ = try await remote.storage.writeBytes(other, Data("ff".utf8))
+        let fd2 = FileName.withCString(remote.root + "/" + other) { open($0, O_RDONLY) }
+        XCTAssertGreaterThanOrEqual(fd2, 0, "the raw name exists on disk")
+        close(fd2)
+        let download = remote.dir.path("scratch/") + FileName.string(fromBytes: [0xFE])
+        try await remote.storage.downloadFile(other, to: download)
+        XCTAssertEqual(try SHA256Hasher.hexOfFile(atPath: download), SHA256Hasher.hex(Data("ff".utf8)))
+    }
+
     private struct Remote {
         let dir: TempDir
         let storage: FolderStorage
