@@ -71,87 +71,35 @@ public final class SyncEngine: Sendable {
 
         // Rule 2: the listing is the truth.
         let listing: [RemoteFile]
-        do {
-            listing = try await storage.list()
-        } catch {
-            return .failed(try cloudError(error), report)
-        }
-        let remoteMarker = listing.first { $0.path == markerPath }
-        let remoteFiles = listing.filter { $0.path != markerPath }
-
-        // Rule 3: identity; a change resets the state (the hold is kept).
         let providerKey: String?
         do {
+            listing = try await storage.list()
             providerKey = try await storage.identityKey()
         } catch {
             return .failed(try cloudError(error), report)
         }
-        let identity = providerKey ?? remoteMarker?.remoteId ?? ""
-        switch try state.identity() {
-        case nil:
-            try state.setIdentity(identity)
-        case let stored? where stored != identity:
-            try state.resetIdentity(to: identity)
+        let plan = try makePlan(snapshot, listing: listing, providerKey: providerKey)
+
+        // Rule 3: a changed identity resets the state (the hold is kept).
+        switch plan.identityChange {
+        case .none: break
+        case .bind: try state.setIdentity(plan.identity)
+        case .reset:
+            try state.resetIdentity(to: plan.identity)
             report.identityReset = true
-        default:
-            break
         }
+        // Rule 2: the state follows the listing before anything is decided from it.
+        try state.reconcile(drop: plan.drop, adopt: plan.adopt)
+        report.unchanged = plan.unchanged
 
-        // Rule 2: drop what the remote lost, adopt what the state does not know. A file
-        // whose size or version differs from the state's record is adopted afresh: the
-        // state's hash no longer describes it.
-        var known = try state.entries()
-        let remoteByPath = Dictionary(remoteFiles.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
-        let drop = known.keys.filter { remoteByPath[$0] == nil }
-        var adopt: [StateEntry] = []
-        for file in remoteFiles {
-            if let entry = known[file.path], entry.size == file.size,
-                entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId
-            {
-                continue
-            }
-            adopt.append(StateEntry(path: file.path, size: file.size, hash: nil, remoteId: file.remoteId))
-        }
-        try state.reconcile(drop: drop, adopt: adopt)
-        for path in drop { known[path] = nil }
-        for entry in adopt { known[entry.path] = entry }
+        // Rules 4 and 11: the guards, before any write.
+        if let refusal = plan.refusal { return .unavailable(refusal) }
 
-        // Rule 4: the empty guard, before the shrink guard.
-        if policy.guardEmptyOverExisting, snapshot.isEmpty, try state.lastSync() == nil, !remoteFiles.isEmpty {
-            return .unavailable(.restorePending)
-        }
-
-        // Rule 5: the diff.
-        var sizeUploads: [SyncEntry] = []
-        var hashUploads: [SyncEntry] = []
-        var inSnapshot = Set<String>()
-        inSnapshot.reserveCapacity(snapshot.entries.count)
-        for entry in snapshot.entries where entry.path != markerPath {
-            guard inSnapshot.insert(entry.path).inserted else { continue }
-            if case .absent = entry.source { continue }
-            let stored = known[entry.path]
-            if let hash = entry.hash {
-                if stored?.hash != hash { hashUploads.append(entry) } else { report.unchanged += 1 }
-            } else {
-                if stored == nil || stored?.size != entry.size { sizeUploads.append(entry) } else { report.unchanged += 1 }
-            }
-        }
-
-        // Rule 6: deletes, never the marker, never an Absent entry (those are in inSnapshot).
-        let deletes = known.keys.filter { !inSnapshot.contains($0) }.sorted()
-
-        // Rule 11: the shrink guard, before any write.
-        if let shrink = policy.shrinkGuard, !snapshot.allowShrink {
-            let count = remoteFiles.count
-            if count >= shrink.minRemoteEntries, Double(deletes.count) > shrink.maxDeleteFraction * Double(count) {
-                return .unavailable(.shrinkSuspected(deletes: deletes.count, known: count))
-            }
-        }
-
+        let uploads = plan.uploads
+        let deletes = plan.deletes
+        let markerNeeded = plan.markerNeeded
         // Rule 7: size-compared uploads, then hash-compared in snapshot order; rule 8:
         // deletes after the uploads; the marker last, as the commit point of the run.
-        let uploads = sizeUploads + hashUploads
-        let markerNeeded = !uploads.isEmpty || remoteMarker == nil
         let total = uploads.count + deletes.count + (markerNeeded ? 1 : 0)
         var done = 0
         onProgress(done, total)  // Rule 10: before the first step.
@@ -216,6 +164,112 @@ public final class SyncEngine: Sendable {
 
         try state.setLastSync(Date())
         return .completed(report)
+    }
+
+    // MARK: Planning
+
+    /// What a run would do, decided from the listing and the state without writing anything.
+    private struct Plan {
+        enum IdentityChange { case none, bind, reset }
+        var identity: String
+        var identityChange: IdentityChange
+        var drop: [String]
+        var adopt: [StateEntry]
+        /// Why the run must not write (rules 4 and 11), if it must not.
+        var refusal: UnavailableReason?
+        /// Size-compared uploads first, then hash-compared in snapshot order (rule 7).
+        var uploads: [SyncEntry]
+        var deletes: [String]
+        var markerNeeded: Bool
+        var unchanged: Int
+    }
+
+    private func makePlan(_ snapshot: SyncSnapshot, listing: [RemoteFile], providerKey: String?) throws -> Plan {
+        let remoteMarker = listing.first { $0.path == markerPath }
+        let remoteFiles = listing.filter { $0.path != markerPath }
+
+        // Rule 3: the provider's identity, else the marker's remote id, else "".
+        let identity = providerKey ?? remoteMarker?.remoteId ?? ""
+        let change: Plan.IdentityChange
+        switch try state.identity() {
+        case nil: change = .bind
+        case let stored? where stored != identity: change = .reset
+        default: change = .none
+        }
+        var known = change == .reset ? [:] : try state.entries()
+        let everSynced = change == .reset ? false : try state.lastSync() != nil
+
+        // Rule 2: drop what the remote lost, adopt what the state does not know. A file
+        // whose size or version differs from the state's record is adopted afresh: the
+        // state's hash no longer describes it.
+        let remoteByPath = Dictionary(remoteFiles.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        let drop = known.keys.filter { remoteByPath[$0] == nil }
+        var adopt: [StateEntry] = []
+        for file in remoteFiles {
+            if let entry = known[file.path], entry.size == file.size,
+                entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId
+            {
+                continue
+            }
+            adopt.append(StateEntry(path: file.path, size: file.size, hash: nil, remoteId: file.remoteId))
+        }
+        for path in drop { known[path] = nil }
+        for entry in adopt { known[entry.path] = entry }
+
+        // Rule 5: the diff.
+        var sizeUploads: [SyncEntry] = []
+        var hashUploads: [SyncEntry] = []
+        var unchanged = 0
+        var inSnapshot = Set<String>()
+        inSnapshot.reserveCapacity(snapshot.entries.count)
+        for entry in snapshot.entries where entry.path != markerPath {
+            guard inSnapshot.insert(entry.path).inserted else { continue }
+            if case .absent = entry.source { continue }
+            let stored = known[entry.path]
+            if let hash = entry.hash {
+                if stored?.hash != hash { hashUploads.append(entry) } else { unchanged += 1 }
+            } else {
+                if stored == nil || stored?.size != entry.size { sizeUploads.append(entry) } else { unchanged += 1 }
+            }
+        }
+        // Rule 6: deletes, never the marker, never an Absent entry (those are in inSnapshot).
+        let deletes = known.keys.filter { !inSnapshot.contains($0) }.sorted()
+
+        var refusal: UnavailableReason?
+        // Rule 4: the empty guard, before the shrink guard.
+        if policy.guardEmptyOverExisting, snapshot.isEmpty, !everSynced, !remoteFiles.isEmpty {
+            refusal = .restorePending
+        } else if let shrink = policy.shrinkGuard, !snapshot.allowShrink {
+            // Rule 11: the shrink guard.
+            let count = remoteFiles.count
+            if count >= shrink.minRemoteEntries, Double(deletes.count) > shrink.maxDeleteFraction * Double(count) {
+                refusal = .shrinkSuspected(deletes: deletes.count, known: count)
+            }
+        }
+        let uploads = sizeUploads + hashUploads
+        return Plan(
+            identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
+            uploads: uploads, deletes: deletes, markerNeeded: !uploads.isEmpty || remoteMarker == nil, unchanged: unchanged)
+    }
+
+    /// What `sync(snapshot)` would do now, without writing to the remote or the state:
+    /// for `--dry-run` and `status`.
+    public func preview(_ snapshot: SyncSnapshot) async throws -> SyncPreviewOutcome {
+        if let reason = await gateReason() { return .unavailable(reason) }
+        if case .held(let reason) = try state.hold() { return .unavailable(.writeHeld(reason: reason)) }
+        let listing: [RemoteFile]
+        let providerKey: String?
+        do {
+            listing = try await storage.list()
+            providerKey = try await storage.identityKey()
+        } catch {
+            return .failed(try cloudError(error))
+        }
+        let plan = try makePlan(snapshot, listing: listing, providerKey: providerKey)
+        if let refusal = plan.refusal { return .unavailable(refusal) }
+        return .wouldRun(SyncPreview(
+            uploads: plan.uploads, deletes: plan.deletes, markerUpload: plan.markerNeeded,
+            unchanged: plan.unchanged, identityReset: plan.identityChange == .reset))
     }
 
     /// What stops a run before its next write: cancellation (thrown) or a hold set since

@@ -155,3 +155,28 @@ public enum SyncOutcome: Sendable, Equatable {
 
 /// The engine's progress: `done` of `total` steps (puts and deletes).
 public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int) -> Void
+
+/// What a sync would do, as `SyncEngine.preview` found it.
+public struct SyncPreview: Sendable, Equatable {
+    /// The uploads, in the order they would happen (the marker not included).
+    public var uploads: [SyncEntry]
+    /// The remote paths that would be deleted.
+    public var deletes: [String]
+    /// Whether the marker would be written.
+    public var markerUpload: Bool
+    /// Entries already up to date.
+    public var unchanged: Int
+    /// Whether the remote's identity changed since the last run (a full re-upload).
+    public var identityReset: Bool
+
+    /// The bytes the uploads would send.
+    public var uploadBytes: Int64 { uploads.reduce(0) { $0 + $1.size } }
+}
+
+/// The outcome of a preview.
+public enum SyncPreviewOutcome: Sendable, Equatable {
+    case wouldRun(SyncPreview)
+    /// A sync now would write nothing, for this reason.
+    case unavailable(UnavailableReason)
+    case failed(CloudError)
+}

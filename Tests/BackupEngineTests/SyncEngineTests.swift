@@ -356,3 +356,37 @@ final class SyncEngineTests: XCTestCase {
         XCTAssertEqual(outcome, .unavailable(.shrinkSuspected(deletes: 3, known: 4)))
     }
 }
+
+extension SyncEngineTests {
+    // MARK: Preview (dry run)
+
+    func testPreviewWritesNothingAndForeseesTheRun() async throws {
+        let f = try EngineFixture()
+        _ = completed(try await f.engine.sync(snapshot([hashed("a.txt", "a"), hashed("b.txt", "b")])))
+        try f.putRemote("stray.txt", "someone else's")  // adopted by the state only on a real run
+        let next = snapshot([hashed("a.txt", "A"), hashed("c.txt", "c")], allowShrink: true)
+        let stateBefore = try f.state.entries()
+        f.storage.resetCalls()
+
+        guard case .wouldRun(let preview) = try await f.engine.preview(next) else { return XCTFail("expected a preview") }
+        XCTAssertEqual(preview.uploads.map(\.path), ["a.txt", "c.txt"])
+        XCTAssertEqual(preview.deletes, ["b.txt", "stray.txt"])
+        XCTAssertTrue(preview.markerUpload)
+        XCTAssertFalse(f.storage.calls.contains { $0.isWrite }, "a preview never writes to the remote")
+        XCTAssertEqual(try f.state.entries(), stateBefore, "nor to the state")
+
+        let report = completed(try await f.engine.sync(next))
+        XCTAssertEqual(report.uploaded, preview.uploads.map(\.path) + [SyncEngine.defaultMarkerPath])
+        XCTAssertEqual(report.deleted, preview.deletes)
+    }
+
+    func testPreviewReportsTheGuards() async throws {
+        let f = try EngineFixture()
+        try f.putRemote("photos/1.jpg", "jpeg")
+        let empty = try await f.engine.preview(snapshot([]))
+        XCTAssertEqual(empty, .unavailable(.restorePending))
+        try f.engine.setHold(.held(reason: "r"))
+        let held = try await f.engine.preview(snapshot([]))
+        XCTAssertEqual(held, .unavailable(.writeHeld(reason: "r")))
+    }
+}
