@@ -1,0 +1,352 @@
+// S3Storage: a prefix in an S3 bucket (AWS, Backblaze B2, Wasabi, MinIO, Ceph, Garage, rclone
+// serve s3). Owns addressing (path-style or virtual-hosted), signing every attempt afresh,
+// ListObjectsV2 with continuation, PutObject and multipart upload (aborted on failure),
+// GetObject, DeleteObject, the identity (endpoint, bucket and owner) and the S3 column of
+// DESIGN.md's error table.
+
+import BackupEngine
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A remote that is a key prefix in an S3 bucket.
+///
+/// A PUT of an object is atomic, so a failed write never shows under its key; a multipart
+/// upload shows only once completed and is aborted when any part fails. Safe to call from many
+/// tasks at once.
+public final class S3Storage: RemoteStorage {
+    public let location: S3Location
+    /// The endpoint as messages name it, e.g. "https://s3.us-east-1.amazonaws.com".
+    public let endpoint: String
+    public let region: String
+    public let pathStyle: Bool
+
+    private let secure: Bool
+    /// The endpoint's host with a non-default port, as the Host header carries it.
+    private let endpointHost: String
+    private let signer: SigV4Signer
+    private let client: HTTPClient
+    private let secrets: [String]
+    private let multipartThreshold: Int64
+    private let partSize: Int64
+
+    /// A provider over `location`, addressed through `options.s3Endpoint` (AWS itself when nil)
+    /// in `options.s3Region`; nothing is contacted yet.
+    ///
+    /// Throws `RemoteSetupError` (`.invalidOption`) for an endpoint that is not an http(s) URL
+    /// or part sizes S3 cannot take.
+    public init(
+        location: S3Location, accessKeyId: String, secretAccessKey: String, sessionToken: String? = nil,
+        options: ProviderOptions = ProviderOptions()
+    ) throws {
+        let region = options.s3Region ?? "us-east-1"
+        let endpointText = options.s3Endpoint ?? "https://s3.\(region).amazonaws.com"
+        guard let schemeEnd = endpointText.range(of: "://"),
+              ["http", "https"].contains(endpointText[..<schemeEnd.lowerBound].lowercased())
+        else {
+            throw RemoteSetupError(.invalidOption, "the S3 endpoint \(String(reflecting: endpointText)) is not valid: "
+                + "it must start with https:// (or http://), e.g. https://s3.eu-central-1.amazonaws.com")
+        }
+        secure = endpointText[..<schemeEnd.lowerBound].lowercased() == "https"
+        var authority = Substring(endpointText[schemeEnd.upperBound...])
+        while authority.hasSuffix("/") { authority = authority.dropLast() }
+        guard !authority.isEmpty, !authority.contains("/"), !authority.contains("@"), !authority.contains("?") else {
+            throw RemoteSetupError(.invalidOption, "the S3 endpoint \(String(reflecting: endpointText)) is not valid: "
+                + "give only the scheme, host and port, e.g. https://s3.eu-central-1.amazonaws.com")
+        }
+        // curl leaves a default port out of the Host header, and the signature must match it.
+        let defaultPort = secure ? ":443" : ":80"
+        if authority.hasSuffix(defaultPort) { authority = authority.dropLast(defaultPort.count) }
+        endpointHost = String(authority)
+        endpoint = (secure ? "https://" : "http://") + endpointHost
+        guard options.multipartPartSize >= 5 << 20, options.multipartThreshold >= options.multipartPartSize else {
+            throw RemoteSetupError(.invalidOption, "the S3 part size must be at least 5 MiB and the multipart "
+                + "threshold at least the part size")
+        }
+
+        self.location = location
+        self.region = region
+        let dnsSafe = location.bucket.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "-" }
+        pathStyle = options.s3PathStyle ?? (options.s3Endpoint != nil || !dnsSafe)
+        signer = SigV4Signer(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey, sessionToken: sessionToken,
+                             region: region, service: "s3")
+        secrets = [secretAccessKey, sessionToken].compactMap { $0 }.filter { !$0.isEmpty }
+        client = HTTPClient(server: endpoint, settings: options.http)
+        multipartThreshold = options.multipartThreshold
+        partSize = options.multipartPartSize
+    }
+
+    // MARK: RemoteStorage
+
+    /// The endpoint, the bucket, the bucket owner's id where ListBuckets gives it, and the
+    /// prefix: new keys for the same bucket keep it, another bucket or account changes it.
+    public func identityKey() async throws -> String? {
+        let head = try await send("checking the bucket", method: "HEAD", path: bucketPath, repeatable: true)
+        guard head.status == 200 else {
+            // HEAD has no body to name the error; 404 on the bucket itself can only mean it is missing.
+            if head.status == 404 { throw bucketMissing("checking the bucket") }
+            throw failure(head, "checking the bucket of", location.displayURL)
+        }
+        var owner: String?
+        let buckets = try await send("listing the buckets", method: "GET", path: "/", host: endpointHost, repeatable: true)
+        if buckets.status == 200, let root = XMLElementNode.parse(buckets.body) {
+            owner = root.child("Owner")?.text(of: "ID").flatMap { $0.isEmpty ? nil : $0 }
+        }
+        return "s3 \(endpoint) bucket \(location.bucket)" + (owner.map { " owner \($0)" } ?? "")
+            + " prefix /\(location.prefix.joined(separator: "/"))"
+    }
+
+    /// Every object under the prefix, by ListObjectsV2 with continuation.
+    public func list() async throws -> [RemoteFile] {
+        let keyPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
+        var files: [RemoteFile] = []
+        var token: String?
+        repeat {
+            var query = [("list-type", "2"), ("prefix", keyPrefix)]
+            if let token { query.append(("continuation-token", token)) }
+            let response = try await send("listing \(location.displayURL)", method: "GET", path: bucketPath,
+                                          query: query, repeatable: true)
+            guard response.status == 200 else { throw failure(response, "listing", location.displayURL) }
+            guard let root = XMLElementNode.parse(response.body), root.name == "ListBucketResult" else {
+                throw CloudError(.transport, "\(endpoint) sent a listing that is not S3 XML while listing "
+                    + "\(location.displayURL); check that AWS_ENDPOINT_URL is an S3 endpoint")
+            }
+            for object in root.children("Contents") {
+                guard let key = object.text(of: "Key"), key.hasPrefix(keyPrefix) else { continue }
+                let path = String(key.dropFirst(keyPrefix.count))
+                // Folder placeholders ("a/") and keys no local path can take are not files here.
+                guard (try? RelativePath.components(of: path)) != nil else { continue }
+                let size = object.text(of: "Size").flatMap { Int64($0) } ?? 0
+                files.append(RemoteFile(path: path, size: size, remoteId: object.text(of: "ETag").map(Self.unquoted)))
+            }
+            token = root.text(of: "IsTruncated") == "true" ? root.text(of: "NextContinuationToken") : nil
+        } while token != nil
+        return files
+    }
+
+    public func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
+        let key = try objectPath(path)
+        return try await putObject(path, key: key, body: .data(data), payloadHash: SHA256Hasher.hex(data))
+    }
+
+    /// Uploads the local file, in parts above the multipart threshold; a file that cannot be
+    /// read throws `LocalFileError`.
+    public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+        let key = try objectPath(path)
+        let (fd, size) = try openLocalSource(localPath)
+        defer { close(fd) }
+        if size > multipartThreshold {
+            return try await multipartUpload(path, key: key, fd: fd, localPath: localPath, size: size)
+        }
+        let hash = try sha256(fd: fd, path: localPath, offset: 0, length: size)
+        return try await putObject(path, key: key, body: .file(fd: fd, path: localPath, offset: 0, length: size),
+                                   payloadHash: hash)
+    }
+
+    public func readBytes(_ path: String) async throws -> Data {
+        let key = try objectPath(path)
+        let response = try await send("reading \(path)", method: "GET", path: key, repeatable: true)
+        guard response.status == 200 else { throw failure(response, "reading", path) }
+        return response.body
+    }
+
+    /// Downloads into a temporary file beside `localPath` and renames it into place.
+    public func downloadFile(_ path: String, to localPath: String) async throws {
+        let key = try objectPath(path)
+        try await downloadToLocal(localPath) { fd, _ in
+            let response = try await self.send("downloading \(path)", method: "GET", path: key,
+                                               sink: .file(fd: fd, path: localPath), repeatable: true)
+            guard response.status == 200 else { throw self.failure(response, "downloading", path) }
+        }
+    }
+
+    /// Deletes the object; an absent one is success, a missing bucket is not.
+    public func delete(_ path: String) async throws {
+        let key = try objectPath(path)
+        let response = try await send("deleting \(path)", method: "DELETE", path: key, repeatable: true)
+        if [200, 204].contains(response.status) { return }
+        let error = failure(response, "deleting", path)
+        if error.kind == .notFound { return }
+        throw error
+    }
+
+    // MARK: Uploads
+
+    private func putObject(_ path: String, key: String, body: HTTPBody, payloadHash: String) async throws -> RemoteFile {
+        let response = try await send("uploading \(path)", method: "PUT", path: key, body: body,
+                                      payloadHash: payloadHash, repeatable: true)
+        guard response.status == 200 else { throw failure(response, "uploading", path) }
+        return RemoteFile(path: path, size: body.length, remoteId: response.header("etag").map(Self.unquoted))
+    }
+
+    private func multipartUpload(_ path: String, key: String, fd: Int32, localPath: String, size: Int64) async throws
+        -> RemoteFile
+    {
+        // S3 takes at most 10,000 parts.
+        let part = max(partSize, (size + 9_999) / 10_000)
+        let created = try await send("starting the upload of \(path)", method: "POST", path: key,
+                                     query: [("uploads", "")], repeatable: false)
+        guard created.status == 200, let uploadId = XMLElementNode.parse(created.body)?.text(of: "UploadId"),
+              !uploadId.isEmpty
+        else {
+            throw created.status == 200
+                ? CloudError(.transport, "\(endpoint) did not start a multipart upload of \(path) (no UploadId); run again")
+                : failure(created, "starting the upload of", path)
+        }
+        do {
+            var etags: [String] = []
+            var offset: Int64 = 0
+            while offset < size {
+                let length = min(part, size - offset)
+                let number = etags.count + 1
+                let hash = try sha256(fd: fd, path: localPath, offset: offset, length: length)
+                let response = try await send(
+                    "uploading part \(number) of \(path)", method: "PUT", path: key,
+                    query: [("partNumber", String(number)), ("uploadId", uploadId)],
+                    body: .file(fd: fd, path: localPath, offset: offset, length: length), payloadHash: hash,
+                    repeatable: true)
+                guard response.status == 200, let etag = response.header("etag") else {
+                    throw failure(response, "uploading part \(number) of", path)
+                }
+                etags.append(etag)
+                offset += length
+            }
+            let parts = etags.enumerated().map {
+                "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\(xmlEscaped($0.element))</ETag></Part>"
+            }
+            let xml = Data(("<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                + parts.joined() + "</CompleteMultipartUpload>").utf8)
+            let response = try await send(
+                "completing the upload of \(path)", method: "POST", path: key, query: [("uploadId", uploadId)],
+                headers: [("Content-Type", "application/xml")], body: .data(xml), payloadHash: SHA256Hasher.hex(xml),
+                repeatable: true)
+            // S3 can answer 200 and still fail the completion, with an <Error> body.
+            let result = XMLElementNode.parse(response.body)
+            guard response.status == 200, let result, result.name == "CompleteMultipartUploadResult" else {
+                throw failure(response, "completing the upload of", path)
+            }
+            return RemoteFile(path: path, size: size, remoteId: result.text(of: "ETag").map(Self.unquoted))
+        } catch {
+            // Incomplete parts are billed storage, and invisible: abort them.
+            _ = try? await send("aborting the upload of \(path)", method: "DELETE", path: key,
+                                query: [("uploadId", uploadId)], repeatable: true)
+            throw error
+        }
+    }
+
+    /// The SHA-256 of `length` bytes of `fd` from `offset`, as lowercase hex.
+    private func sha256(fd: Int32, path: String, offset: Int64, length: Int64) throws -> String {
+        var hasher = SHA256Hasher()
+        let chunk = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+        defer { buffer.deallocate() }
+        var done: Int64 = 0
+        while done < length {
+            let count = pread(fd, buffer.baseAddress, Int(min(Int64(chunk), length - done)), off_t(offset + done))
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { throw localFileError(errno: errno, operation: "read", path: path) }
+            if count == 0 {
+                throw LocalFileError(path: path, message: "cannot read the local file \(path): it became shorter while it was uploaded")
+            }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            done += Int64(count)
+        }
+        return hasher.finalizeHex()
+    }
+
+    // MARK: Addressing
+
+    /// The request path of the bucket itself.
+    private var bucketPath: String { pathStyle ? "/" + location.bucket : "/" }
+
+    /// The host requests to the bucket go to.
+    private var bucketHost: String { pathStyle ? endpointHost : location.bucket + "." + endpointHost }
+
+    /// The encoded request path of the object for `path`, or a `.transport` error naming what
+    /// is wrong with the path.
+    private func objectPath(_ path: String) throws -> String {
+        let parts: [String]
+        do {
+            parts = try RelativePath.components(of: path)
+        } catch {
+            throw CloudError(.transport, "the remote path \(String(reflecting: path)) is not valid: \(error.reason); "
+                + "remote paths are relative to the remote prefix and \"/\"-separated")
+        }
+        let key = (location.prefix + parts).joined(separator: "/")
+        return (pathStyle ? "/" + location.bucket : "") + "/" + SigV4Signer.uriEncode(key, keepSlash: true)
+    }
+
+    private static func unquoted(_ etag: String) -> String {
+        etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+
+    // MARK: Requests and errors
+
+    /// Sends one signed request; the signature is made afresh for every attempt.
+    private func send(
+        _ what: String, method: String, path: String, host: String? = nil, query: [(String, String)] = [],
+        headers: [(String, String)] = [], body: HTTPBody = .empty, sink: HTTPSink = .memory,
+        payloadHash: String = SigV4Signer.emptyPayloadHash, repeatable: Bool
+    ) async throws -> HTTPResponse {
+        let host = host ?? bucketHost
+        let queryString = query
+            .map { SigV4Signer.uriEncode($0.0, keepSlash: false) + "=" + SigV4Signer.uriEncode($0.1, keepSlash: false) }
+            .sorted().joined(separator: "&")
+        let url = (secure ? "https://" : "http://") + host + path + (queryString.isEmpty ? "" : "?" + queryString)
+        let signer = self.signer
+        do {
+            return try await client.send(what, repeatable: repeatable) {
+                let signed = signer.headersToAdd(
+                    method: method, path: path, query: query, headers: headers + [("host", host)],
+                    payloadHash: payloadHash, date: Date())
+                return HTTPRequest(method: method, url: url, headers: headers + signed, body: body, sink: sink)
+            }
+        } catch let error as CloudError {
+            throw redacted(error)
+        }
+    }
+
+    /// The error with any secret masked; the layers below never see a secret, but a server
+    /// could echo one back.
+    private func redacted(_ error: CloudError) -> CloudError {
+        var message = error.message
+        for secret in secrets { message = message.replacingOccurrences(of: secret, with: "***") }
+        return CloudError(error.kind, message)
+    }
+
+    private func bucketMissing(_ what: String) -> CloudError {
+        CloudError(.notAvailable, "the bucket \(location.bucket) does not exist at \(endpoint) (while \(what)); "
+            + "create it, or correct the remote URL, AWS_ENDPOINT_URL or AWS_REGION, then run again")
+    }
+
+    /// The CloudError a final response stands for (DESIGN.md's error table, S3 column).
+    func failure(_ response: HTTPResponse, _ operation: String, _ path: String) -> CloudError {
+        let root = XMLElementNode.parse(response.body)
+        let code = root?.name == "Error" ? root?.text(of: "Code") ?? "" : ""
+        let detail = root?.text(of: "Message").map { ": \($0)" } ?? ""
+        let named = code.isEmpty ? "HTTP \(response.status)" : "\(code), HTTP \(response.status)"
+        switch (response.status, code) {
+        case (_, "QuotaExceeded"), (507, _), (_, "StorageFull"):
+            return redacted(CloudError(.storageFull, "\(endpoint) has no space left for this account (\(named)) while "
+                + "\(operation) \(path); free some space or raise the quota, then run again"))
+        case (_, "NoSuchBucket"):
+            return bucketMissing("\(operation) \(path)")
+        case (_, "RequestTimeTooSkewed"):
+            return CloudError(.transport, "\(endpoint) refused the request because this machine's clock is off "
+                + "(\(named)) while \(operation) \(path); set the clock right, then run again")
+        case (401, _), (403, _):
+            return redacted(CloudError(.authRevoked, "\(endpoint) refused the keys (\(named)\(detail)) while "
+                + "\(operation) \(path); check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the profile's keys) "
+                + "and that they may use the bucket \(location.bucket)"))
+        case (404, _):
+            return CloudError(.notFound, "\(path) does not exist in \(location.displayURL) (while \(operation) it)")
+        case (301, _), (307, _), (_, "PermanentRedirect"), (_, "AuthorizationHeaderMalformed"):
+            let region = response.header("x-amz-bucket-region").map { " (it is in \($0))" } ?? ""
+            return CloudError(.transport, "the bucket \(location.bucket) is not in the region \(self.region)\(region) "
+                + "(\(named)) while \(operation) \(path); set AWS_REGION or AWS_ENDPOINT_URL to the bucket's region")
+        default:
+            return redacted(CloudError(.transport, "\(endpoint) answered \(named)\(detail) while \(operation) \(path)"))
+        }
+    }
+}
