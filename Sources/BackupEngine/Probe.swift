@@ -50,13 +50,24 @@ extension Availability {
     }
 }
 
-/// The probe of the contract, shared by the sync engine and the restore engine's resume.
-struct Probe: Sendable {
+/// The probe of the contract, shared by the sync engine, the restore engine's resume, and a
+/// restore from a remote that has no profile (and so no sync state) on this machine.
+public struct Probe: Sendable {
     let storage: any RemoteStorage
     let markerPath: String
     let availability: @Sendable () async -> Availability
 
-    func run() async -> ProbeOutcome {
+    public init(
+        storage: any RemoteStorage, markerPath: String = SyncEngine.defaultMarkerPath,
+        availability: @escaping @Sendable () async -> Availability = { .available }
+    ) {
+        self.storage = storage
+        self.markerPath = markerPath
+        self.availability = availability
+    }
+
+    /// Looks at the remote without writing; never throws for cloud failures.
+    public func run() async -> ProbeOutcome {
         if let reason = await availability().unavailableReason { return .unavailable(reason) }
         let listing: [RemoteFile]
         do {
