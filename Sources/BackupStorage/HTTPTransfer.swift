@@ -276,10 +276,13 @@ final class CurlTransfer: @unchecked Sendable {
         } else if code == CURLE_OK {
             finish(.success(HTTPResponse(status: status, headers: headers, body: body)))
         } else {
-            var connectTime: curl_off_t = 0
-            backup_curl_getinfo_offset(easy, CURLINFO_CONNECT_TIME_T, &connectTime)
+            // A reused connection reports no connect time, so "connected" is read from the time
+            // the transfer itself started.
+            var started: curl_off_t = 0
+            backup_curl_getinfo_offset(easy, CURLINFO_PRETRANSFER_TIME_T, &started)
             let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
-            finish(.failure(CurlFailure(code: code, detail: detail, connected: connectTime > 0)))
+            finish(.failure(CurlFailure(code: code, detail: detail,
+                                        connected: started > 0 || detail.hasPrefix("Operation too slow"))))
         }
     }
 

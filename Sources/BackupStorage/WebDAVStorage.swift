@@ -34,6 +34,8 @@ public final class WebDAVStorage: RemoteStorage {
     private let reloadPassword: (@Sendable () async throws -> String?)?
     /// Folders (relative paths, "/"-joined) known to exist, so a write does not MKCOL them again.
     private let knownFolders = Mutex<Set<String>>([])
+    /// MKCOLs under way, by folder, so concurrent writes wait for one rather than send their own.
+    private let folderCreations = Mutex<[String: Task<Void, Error>]>([:])
     /// Whether the ETag of a PUT survives the MOVE into place on this server (nil: not yet seen).
     private let etagSurvivesMove = Mutex<Bool?>(nil)
     /// Whether the server honours `Depth: infinity` (nil: not yet tried).
@@ -80,6 +82,7 @@ public final class WebDAVStorage: RemoteStorage {
                 folderURL: endpoint.folderURL, depth: "infinity", properties: Self.fileProperties,
                 what: "listing \(endpoint.displayURL)")
             try checkRoot(response, what: "listing")
+            if response.status == 401 { throw failure(response, "listing", endpoint.displayURL) }
             if response.status == 207 {
                 let entries = try parseMultistatus(response, what: "listing")
                 let folders = entries.filter { $0.isCollection && !$0.path.isEmpty }
@@ -243,26 +246,55 @@ public final class WebDAVStorage: RemoteStorage {
 
     /// Best-effort removal of a temporary file after a failure; list() hides it anyway.
     private func discard(_ url: String) async {
-        _ = try? await send("removing a temporary file", method: "DELETE", url: url, repeatable: false)
+        _ = try? await sendWhileLocked("removing a temporary file", method: "DELETE", url: url, repeatable: true)
+    }
+
+    /// Sends a request again while the server answers 423 Locked, a few times: servers lock a
+    /// path for the length of a request on it (a concurrent MKCOL of the same folder, or a PUT
+    /// whose connection broke and that the server is still winding up).
+    private func sendWhileLocked(_ what: String, method: String, url: String, repeatable: Bool) async throws
+        -> HTTPResponse
+    {
+        var response = try await send(what, method: method, url: url, repeatable: repeatable)
+        for attempt in 0..<6 where response.status == 423 {
+            try await Task.sleep(nanoseconds: UInt64(50_000_000) << UInt64(attempt))
+            response = try await send(what, method: method, url: url, repeatable: repeatable)
+        }
+        return response
     }
 
     /// Makes each missing folder of `folder`, top down; the remote folder itself must exist.
+    ///
+    /// Concurrent writes into the same new folder share one MKCOL: the server locks the path
+    /// for each MKCOL, and a crowd of them would mostly be refused with 423 Locked.
     private func ensureFolders(_ folder: [String], path: String) async throws {
         for depth in folder.indices {
             let prefix = Array(folder[...depth])
             let key = prefix.joined(separator: "/")
-            if knownFolders.withLock({ $0.contains(key) }) { continue }
-            let response = try await send(
-                "creating the folder \(key)", method: "MKCOL", url: folderURL(prefix), repeatable: true)
-            switch response.status {
-            case 200, 201, 204, 405:
-                // 405: it exists already (made by a concurrent write, or before).
-                knownFolders.withLock { _ = $0.insert(key) }
-            case let status where (status == 404 || status == 409) && depth == 0:
-                throw rootMissing("writing \(path)")
-            default:
-                throw failure(response, "creating the folder \(key) for", path)
+            let task: Task<Void, Error>? = folderCreations.withLock { creations in
+                if knownFolders.withLock({ $0.contains(key) }) { return nil }
+                if let running = creations[key] { return running }
+                let created = Task { try await self.makeFolder(prefix, key: key, isTop: depth == 0, path: path) }
+                creations[key] = created
+                return created
             }
+            guard let task else { continue }
+            defer { _ = folderCreations.withLock { $0.removeValue(forKey: key) } }
+            try await task.value
+        }
+    }
+
+    private func makeFolder(_ prefix: [String], key: String, isTop: Bool, path: String) async throws {
+        let response = try await sendWhileLocked(
+            "creating the folder \(key)", method: "MKCOL", url: folderURL(prefix), repeatable: true)
+        switch response.status {
+        case 200, 201, 204, 405:
+            // 405: it exists already (made by another client, or before).
+            knownFolders.withLock { _ = $0.insert(key) }
+        case let status where (status == 404 || status == 409) && isTop:
+            throw rootMissing("writing \(path)")
+        default:
+            throw failure(response, "creating the folder \(key) for", path)
         }
     }
 

@@ -1,0 +1,532 @@
+// WebDAVStorage against a real server (rclone serve webdav on 127.0.0.1): the storage contract
+// suite, then what only WebDAV has — listing by depth, temporaries, identity, credentials,
+// HTTPS with a ca_file — and every WebDAV row of DESIGN.md's error table, produced for real or
+// through the fault proxy.
+
+import BackupEngine
+@testable import BackupStorage
+import BackupTestSupport
+import Foundation
+import XCTest
+
+final class WebDAVStorageTests: XCTestCase {
+    // One server for the whole class (each test gets its own folder on it): starting rclone
+    // takes about a second. nonisolated(unsafe): XCTest runs the tests of a class one at a
+    // time, and only class tearDown clears it.
+    nonisolated(unsafe) private static var shared: (server: RcloneServer, served: TempDir)?
+
+    override class func tearDown() {
+        shared?.server.stop()
+        shared?.served.cleanup()
+        shared = nil
+        super.tearDown()
+    }
+
+    // MARK: The contract
+
+    func testContractEmptyRemoteListsNothing() async throws {
+        try await StorageContract.emptyRemoteListsNothing(makeRemote().storage)
+    }
+
+    func testContractWrittenFileIsListedWithItsSize() async throws {
+        try await StorageContract.writtenFileIsListedWithItsSize(makeRemote().storage)
+    }
+
+    func testContractWriteBytesThenReadBytesRoundTrips() async throws {
+        try await StorageContract.writeBytesThenReadBytesRoundTrips(makeRemote().storage)
+    }
+
+    func testContractWriteFileThenDownloadFileRoundTrips() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.writeFileThenDownloadFileRoundTrips(remote.storage, scratch: remote.scratch)
+    }
+
+    func testContractOverwriteReplacesContentAndSize() async throws {
+        try await StorageContract.overwriteReplacesContentAndSize(makeRemote().storage)
+    }
+
+    func testContractDeleteRemovesTheFile() async throws {
+        try await StorageContract.deleteRemovesTheFile(makeRemote().storage)
+    }
+
+    func testContractDeleteOfAbsentPathSucceeds() async throws {
+        try await StorageContract.deleteOfAbsentPathSucceeds(makeRemote().storage)
+    }
+
+    func testContractReadOfAbsentPathThrowsNotFound() async throws {
+        try await StorageContract.readOfAbsentPathThrowsNotFound(makeRemote().storage)
+    }
+
+    func testContractDownloadOfAbsentPathThrowsNotFound() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.downloadOfAbsentPathThrowsNotFound(remote.storage, scratch: remote.scratch)
+    }
+
+    func testContractSpacesAndUnicodeInNamesRoundTrip() async throws {
+        try await StorageContract.spacesAndUnicodeInNamesRoundTrip(makeRemote().storage)
+    }
+
+    func testContractDeepFoldersRoundTrip() async throws {
+        try await StorageContract.deepFoldersRoundTrip(makeRemote().storage)
+    }
+
+    func testContractIdentityKeyIsStable() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.identityKeyIsStable { remote.makeStorage(remote.server.secret) }
+    }
+
+    func testContractFailedWriteLeavesNothing() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        try await StorageContract.failedWriteLeavesNothing(remote.storage, failMidway: failMidway(remote, proxy))
+        try assertNoTemporaryFiles(remote)
+    }
+
+    func testContractFailedOverwriteKeepsTheOldFile() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        try await StorageContract.failedOverwriteKeepsTheOldFile(remote.storage, failMidway: failMidway(remote, proxy))
+        try assertNoTemporaryFiles(remote)
+    }
+
+    // MARK: Listing
+
+    func testListUsesOneInfiniteDepthRequestWhereTheServerAllowsIt() async throws {
+        let remote = try makeRemote()
+        for path in ["a/b/c/one.txt", "a/two.txt", "three.txt"] {
+            _ = try await remote.storage.writeBytes(path, Data(path.utf8))
+        }
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let listed = try await remote.storage(through: proxy).list()
+        XCTAssertEqual(Set(listed.map(\.path)), ["a/b/c/one.txt", "a/two.txt", "three.txt"])
+        XCTAssertEqual(proxy.log().filter { $0.method == "PROPFIND" }.count, 1)
+    }
+
+    func testListWalksFolderByFolderWhenInfiniteDepthIsRefused() async throws {
+        let remote = try makeRemote()
+        for path in ["a/b/c/one.txt", "a/two.txt", "three.txt"] {
+            _ = try await remote.storage.writeBytes(path, Data(path.utf8))
+        }
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PROPFIND", .status(403, body: "<error xmlns=\"DAV:\"><propfind-finite-depth/></error>"))
+        let storage = remote.storage(through: proxy)
+        let listed = try await storage.list()
+        XCTAssertEqual(Set(listed.map(\.path)), ["a/b/c/one.txt", "a/two.txt", "three.txt"])
+        XCTAssertEqual(Set(listed.map(\.size)), [13, 9, 9].reduce(into: Set<Int64>()) { $0.insert(Int64($1)) })
+        // Root, a, a/b, a/b/c after the refused one.
+        XCTAssertEqual(proxy.log().filter { $0.method == "PROPFIND" }.count, 5)
+    }
+
+    func testListHidesTemporaryFilesLeftOnTheServer() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("kept.txt", Data("kept".utf8))
+        try remote.writeOnDisk("sub/.backup-tmp.deadbeef", Data("partial".utf8))
+        try remote.writeOnDisk(".backup-tmp.cafe", Data("partial".utf8))
+        let listed = try await remote.storage.list()
+        XCTAssertEqual(listed.map(\.path), ["kept.txt"])
+    }
+
+    func testRemoteIdOfAWriteMatchesTheListingAndChangesWithTheContent() async throws {
+        let remote = try makeRemote()
+        let first = try await remote.storage.writeBytes("v.txt", Data("one".utf8))
+        XCTAssertNotNil(first.remoteId)
+        try await Task.sleep(nanoseconds: 20_000_000)
+        let second = try await remote.storage.writeBytes("v.txt", Data("second".utf8))
+        XCTAssertNotEqual(first.remoteId, second.remoteId)
+        let listed = try await remote.storage.list()
+        XCTAssertEqual(listed.first { $0.path == "v.txt" }?.remoteId, second.remoteId)
+        // A second instance learns the same about the server and gives the same ids.
+        let third = try await remote.makeStorage(remote.server.secret).writeBytes("w.txt", Data("w".utf8))
+        let listedAgain = try await remote.storage.list()
+        XCTAssertEqual(listedAgain.first { $0.path == "w.txt" }?.remoteId, third.remoteId)
+    }
+
+    func testWritesFromManyTasksAtOnceAllLand() async throws {
+        let remote = try makeRemote()
+        let storage = remote.storage
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    _ = try await storage.writeBytes("folder\(index % 3)/deeper/file\(index).txt", Data("\(index)".utf8))
+                }
+            }
+            try await group.waitForAll()
+        }
+        let listed = try await storage.list()
+        XCTAssertEqual(listed.count, 40)
+        try assertNoTemporaryFiles(remote)
+    }
+
+    func testQuotaIsReportedAsNumbersOrNil() async throws {
+        let remote = try makeRemote()
+        if let quota = try await remote.storage.quota() {
+            XCTAssertTrue((quota.available ?? 0) >= 0 && (quota.used ?? 0) >= 0, "\(quota)")
+        }
+    }
+
+    // MARK: Identity
+
+    func testIdentityIsTheUserAtTheServerAndTheFolderWhereNoPrincipalIsOffered() async throws {
+        let remote = try makeRemote()
+        let key = try await remote.storage.identityKey()
+        XCTAssertEqual(key, "webdav user \(remote.server.user)@http://127.0.0.1:\(remote.server.port) "
+            + "folder /\(remote.folder)")
+        let other = try makeRemote()
+        let otherKey = try await other.storage.identityKey()
+        XCTAssertNotEqual(key, otherKey, "another folder must be another identity")
+    }
+
+    func testIdentityIsThePrincipalWhereTheServerOffersOne() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let multistatus = """
+            <?xml version="1.0"?><d:multistatus xmlns:d="DAV:"><d:response><d:href>/\(remote.folder)/</d:href>\
+            <d:propstat><d:prop><d:current-user-principal><d:href>/principals/users/alice/</d:href>\
+            </d:current-user-principal><d:resourcetype><d:collection/></d:resourcetype></d:prop>\
+            <d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>
+            """
+        proxy.add("PROPFIND", .status(207, headers: ["Content-Type": "application/xml"], body: multistatus))
+        let key = try await remote.storage(through: proxy).identityKey()
+        XCTAssertEqual(key, "webdav principal http://127.0.0.1:\(proxy.port)/principals/users/alice/ folder /\(remote.folder)")
+    }
+
+    // MARK: Credentials
+
+    func testWrongPasswordIsAuthRevokedAtOnceAndTheMessageHoldsNoPassword() async throws {
+        let remote = try makeRemote()
+        let wrong = "Wrong-Secret-" + RcloneServer.randomToken(12)
+        let storage = remote.makeStorage(wrong)
+        let start = Date()
+        for operation in ["list", "write", "read", "identity"] {
+            do {
+                switch operation {
+                case "list": _ = try await storage.list()
+                case "write": _ = try await storage.writeBytes("a.txt", Data("x".utf8))
+                case "read": _ = try await storage.readBytes("a.txt")
+                default: _ = try await storage.identityKey()
+                }
+                XCTFail("\(operation) with a wrong password succeeded")
+            } catch let error as CloudError {
+                XCTAssertEqual(error.kind, .authRevoked, "\(operation): \(error)")
+                XCTAssertFalse(error.message.contains(wrong), error.message)
+                XCTAssertFalse(error.message.contains(remote.server.secret), error.message)
+                XCTAssertTrue(error.message.contains("127.0.0.1:\(remote.server.port)"), error.message)
+                XCTAssertTrue(error.message.contains("BACKUP_PASSWORD"), error.message)
+            }
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5, "a wrong password must fail fast")
+    }
+
+    func testPasswordIsReadAgainOnceAfterA401() async throws {
+        let remote = try makeRemote()
+        let calls = Counter()
+        let right = remote.server.secret
+        let storage = WebDAVStorage(endpoint: remote.endpoint(), password: "stale", reloadPassword: {
+            calls.increment()
+            return right
+        })
+        _ = try await storage.writeBytes("a.txt", Data("x".utf8))
+        _ = try await storage.list()
+        XCTAssertEqual(calls.value, 1, "the fresh password is kept after the reload")
+
+        let stillWrong = WebDAVStorage(endpoint: remote.endpoint(), password: "stale", reloadPassword: {
+            calls.increment()
+            return "also-wrong"
+        })
+        await StorageContract.assertThrows(.authRevoked, "a reloaded password that is also wrong") {
+            _ = try await stillWrong.list()
+        }
+        XCTAssertEqual(calls.value, 2, "reloaded exactly once for the one request")
+    }
+
+    // MARK: The remote folder
+
+    func testMissingRemoteFolderIsNotAvailableAndIsNotCreated() async throws {
+        let remote = try makeRemote()
+        let missing = WebDAVStorage(endpoint: remote.endpoint(folder: ["no-such-folder"]), password: remote.server.secret)
+        await StorageContract.assertThrows(.notAvailable, "listing") { _ = try await missing.list() }
+        await StorageContract.assertThrows(.notAvailable, "identity") { _ = try await missing.identityKey() }
+        await StorageContract.assertThrows(.notAvailable, "writing at the root") {
+            _ = try await missing.writeBytes("a.txt", Data("x".utf8))
+        }
+        await StorageContract.assertThrows(.notAvailable, "writing in a folder") {
+            _ = try await missing.writeBytes("sub/a.txt", Data("x".utf8))
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: remote.served + "/no-such-folder"))
+    }
+
+    func testRootAnswering405IsNotAvailable() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PROPFIND", times: 5, .status(405))
+        await StorageContract.assertThrows(.notAvailable, "listing a root that is not a collection") {
+            _ = try await remote.storage(through: proxy).list()
+        }
+    }
+
+    // MARK: Error table, through the fault proxy
+
+    func testThrottlingWithRetryAfterIsWaitedOutAndThenSucceeds() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PUT", times: 2, .status(429, headers: ["Retry-After": "1"]))
+        let start = Date()
+        _ = try await remote.storage(through: proxy).writeBytes("t.txt", Data("throttled".utf8))
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 2, "Retry-After: 1 was not honoured twice")
+        XCTAssertEqual(proxy.log().filter { $0.method == "PUT" }.count, 3)
+        let read = try await remote.storage.readBytes("t.txt")
+        XCTAssertEqual(read, Data("throttled".utf8))
+    }
+
+    func testThrottlingPastThreeRetriesIsTransportAndLeavesNothing() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PUT", times: 10, .status(503, headers: ["Retry-After": "0"]))
+        do {
+            _ = try await remote.storage(through: proxy).writeBytes("t.txt", Data("x".utf8))
+            XCTFail("a write throttled for good succeeded")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("throttling") && error.message.contains("127.0.0.1"), error.message)
+        }
+        XCTAssertEqual(proxy.log().filter { $0.method == "PUT" }.count, 4, "one try and three retries")
+        let listed = try await remote.storage.list()
+        XCTAssertEqual(listed, [])
+    }
+
+    func testInsufficientStorageIsStorageFull() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PUT", .status(507))
+        await StorageContract.assertThrows(.storageFull, "a PUT answered 507") {
+            _ = try await remote.storage(through: proxy).writeBytes("full.txt", Data("x".utf8))
+        }
+        let listed = try await remote.storage.list()
+        XCTAssertEqual(listed, [])
+    }
+
+    func testForbiddenIsAuthRevoked() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("GET", .status(403))
+        _ = try await remote.storage.writeBytes("f.txt", Data("x".utf8))
+        await StorageContract.assertThrows(.authRevoked, "a GET answered 403") {
+            _ = try await remote.storage(through: proxy).readBytes("f.txt")
+        }
+    }
+
+    func testDroppedConnectionIsRetriedAndThenSucceeds() async throws {
+        let remote = try makeRemote()
+        let data = StorageContract.randomData(count: 300_000)
+        _ = try await remote.storage.writeBytes("d.bin", data)
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("GET", .drop)
+        proxy.add("GET", .cutResponse(afterBytes: 50_000))
+        let read = try await remote.storage(through: proxy).readBytes("d.bin")
+        XCTAssertTrue(read == data, "the retried read differs")
+        XCTAssertEqual(proxy.log().filter { $0.method == "GET" }.count, 3)
+    }
+
+    func testConnectionDroppedEveryTimeIsTransport() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("GET", times: 10, .drop)
+        _ = try await remote.storage.writeBytes("d.txt", Data("x".utf8))
+        await StorageContract.assertThrows(.transport, "a GET dropped every time") {
+            _ = try await remote.storage(through: proxy).readBytes("d.txt")
+        }
+        XCTAssertEqual(proxy.log().filter { $0.method == "GET" }.count, 4, "one try and three retries")
+    }
+
+    func testStalledResponseTimesOutAsTransport() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("GET", times: 5, .stall(seconds: 30))
+        var settings = HTTPSettings()
+        settings.stallTimeout = 1
+        settings.stallRetries = 1
+        let storage = remote.storage(through: proxy, settings: settings)
+        let start = Date()
+        await StorageContract.assertThrows(.transport, "a stalled GET") { _ = try await storage.readBytes("s.txt") }
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertTrue((1.5..<10).contains(elapsed), "took \(elapsed) s")
+    }
+
+    func testServerErrorsAreRetriedThenTransport() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("DELETE", times: 10, .status(500, body: "database on fire"))
+        do {
+            try await remote.storage(through: proxy).delete("x.txt")
+            XCTFail("a delete answered 500 succeeded")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("HTTP 500") && error.message.contains("database on fire"), error.message)
+        }
+        XCTAssertEqual(proxy.log().filter { $0.method == "DELETE" }.count, 3, "one try and two retries")
+    }
+
+    func testConnectionRefusedIsOffline() async throws {
+        let port = try RcloneServer.freePort()
+        let storage = WebDAVStorage(endpoint: WebDAVEndpoint(secure: false, host: "127.0.0.1", port: port, user: "u"),
+                                    password: "p")
+        do {
+            _ = try await storage.list()
+            XCTFail("listing a server that is not there succeeded")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .offline)
+            XCTAssertTrue(error.message.contains("127.0.0.1:\(port)"), error.message)
+        }
+    }
+
+    // MARK: HTTPS
+
+    func testHTTPSIsRefusedWithoutTheCAAndAcceptedWithCAFile() async throws {
+        let dir = try TempDir("webdav-tls")
+        addTeardownBlock { dir.cleanup() }
+        let (ca, certificate, key) = try makeCertificates(in: dir)
+        try dir.makeFolder("served/backup")
+        let server = try RcloneServer(.webdav, root: dir.path("served"), certificate: certificate, key: key)
+        addTeardownBlock { server.stop() }
+        let endpoint = WebDAVEndpoint(secure: true, host: "127.0.0.1", port: server.port, user: server.user,
+                                      folder: ["backup"])
+
+        let untrusting = WebDAVStorage(endpoint: endpoint, password: server.secret)
+        do {
+            _ = try await untrusting.list()
+            XCTFail("a self-signed server was trusted without ca_file")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .offline)
+            XCTAssertTrue(error.message.contains("ca_file"), error.message)
+        }
+
+        let trusting = WebDAVStorage(endpoint: endpoint, password: server.secret, settings: HTTPSettings(caFile: ca))
+        _ = try await trusting.writeBytes("secure.txt", Data("over TLS".utf8))
+        let read = try await trusting.readBytes("secure.txt")
+        XCTAssertEqual(read, Data("over TLS".utf8))
+    }
+
+    // MARK: Factory
+
+    func testMakeStorageBuildsAWorkingWebDAVProvider() async throws {
+        let remote = try makeRemote()
+        let url = "webdav://\(remote.server.user)@127.0.0.1:\(remote.server.port)/\(remote.folder)"
+        let storage = try makeStorage(url, credentials: ProviderCredentials(webdavPassword: remote.server.secret),
+                                      options: ProviderOptions())
+        XCTAssertTrue(storage is WebDAVStorage)
+        _ = try await storage.writeBytes("made.txt", Data("by the factory".utf8))
+        let read = try await remote.storage.readBytes("made.txt")
+        XCTAssertEqual(read, Data("by the factory".utf8))
+    }
+
+    // MARK: Helpers
+
+    /// A folder of its own on the shared server, and a scratch folder for local files.
+    struct Remote {
+        let server: RcloneServer
+        /// The folder rclone serves.
+        let served: String
+        /// This test's folder name under it.
+        let folder: String
+        let scratchDir: TempDir
+        var scratch: String { scratchDir.path }
+
+        func endpoint(folder: [String]? = nil, port: Int? = nil) -> WebDAVEndpoint {
+            WebDAVEndpoint(secure: false, host: "127.0.0.1", port: port ?? server.port, user: server.user,
+                           folder: folder ?? [self.folder])
+        }
+
+        func makeStorage(_ password: String) -> WebDAVStorage {
+            WebDAVStorage(endpoint: endpoint(), password: password)
+        }
+
+        var storage: WebDAVStorage { makeStorage(server.secret) }
+
+        func storage(through proxy: FaultProxy, settings: HTTPSettings = HTTPSettings()) -> WebDAVStorage {
+            var settings = settings
+            settings.backoff = 0.05
+            return WebDAVStorage(endpoint: endpoint(port: proxy.port), password: server.secret, settings: settings)
+        }
+
+        func writeOnDisk(_ relative: String, _ data: Data) throws {
+            let path = served + "/" + folder + "/" + relative
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            try data.write(to: URL(fileURLWithPath: path))
+            Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 2)
+        }
+    }
+
+    private func makeRemote() throws -> Remote {
+        if Self.shared == nil {
+            let served = try TempDir("webdav-served")
+            Self.shared = (try RcloneServer(.webdav, root: served.path), served)
+        }
+        guard let shared = Self.shared else { throw RcloneServer.ServerError(message: "no server") }
+        let folder = "t-" + RcloneServer.randomToken(10)
+        try shared.served.makeFolder(folder)
+        Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 2)
+        let scratch = try TempDir("webdav-scratch")
+        addTeardownBlock { scratch.cleanup() }
+        return Remote(server: shared.server, served: shared.served.path, folder: folder, scratchDir: scratch)
+    }
+
+    /// A write that breaks midway for real: the proxy forwards the PUT to the server and cuts
+    /// it after 100 KiB of a 1 MiB body, every time it is tried.
+    private func failMidway(_ remote: Remote, _ proxy: FaultProxy) -> StorageContract.FailMidway {
+        let storage = remote.storage(through: proxy)
+        return { path in
+            proxy.add("PUT", times: 10, .cutRequest(afterBytes: 100 << 10))
+            let source = remote.scratch + "/one-mebibyte.bin"
+            try StorageContract.randomData(count: 1 << 20).write(to: URL(fileURLWithPath: source))
+            _ = try await storage.writeFile(path, from: source)
+        }
+    }
+
+    /// Fails if a temporary file is left on the server's disk, where list() would not show it.
+    private func assertNoTemporaryFiles(_ remote: Remote, file: StaticString = #filePath, line: UInt = #line) throws {
+        let root = remote.served + "/" + remote.folder
+        let leftovers = (FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? [])
+            .filter { ($0 as NSString).lastPathComponent.hasPrefix(WebDAVStorage.temporaryFilePrefix) }
+        XCTAssertEqual(leftovers, [], "temporary files left on the server", file: file, line: line)
+    }
+}
+
+/// A thread-safe call counter for credential callbacks.
+final class Counter: @unchecked Sendable {
+    // @unchecked: `count` is only touched under `lock`.
+    private let lock = NSLock()
+    private var count = 0
+
+    func increment() { lock.lock(); count += 1; lock.unlock() }
+
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+}
+
+/// A CA and a server certificate for 127.0.0.1 it signed, made with the openssl tool; returns
+/// the CA file, the server certificate and its key.
+func makeCertificates(in dir: TempDir) throws -> (ca: String, certificate: String, key: String) {
+    let ca = dir.path("ca.pem"), caKey = dir.path("ca.key")
+    let key = dir.path("server.key"), request = dir.path("server.csr"), certificate = dir.path("server.pem")
+    let extensions = try dir.write("server.ext", Data("subjectAltName=IP:127.0.0.1\n".utf8))
+    for arguments in [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", caKey, "-out", ca, "-days", "2",
+         "-subj", "/CN=backup test CA"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", request, "-subj", "/CN=127.0.0.1"],
+        ["x509", "-req", "-in", request, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", certificate,
+         "-days", "2", "-extfile", extensions],
+    ] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            XCTFail("openssl \(arguments.joined(separator: " ")) failed; run .ci/run to install openssl")
+            throw RcloneServer.ServerError(message: "openssl failed")
+        }
+    }
+    return (ca, certificate, key)
+}
