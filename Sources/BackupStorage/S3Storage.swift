@@ -226,7 +226,15 @@ public final class S3Storage: RemoteStorage {
             guard response.status == 200, let result, result.name == "CompleteMultipartUploadResult" else {
                 throw failure(response, "completing the upload of", path)
             }
-            return RemoteFile(path: path, size: size, remoteId: result.text(of: "ETag").map(Self.unquoted))
+            // Some servers list a multipart object under another ETag than the completion
+            // gives (rclone serve s3: the MD5 of the whole); the listing's is the one to keep.
+            var remoteId = result.text(of: "ETag").map(Self.unquoted)
+            if let head = try? await send("checking \(path)", method: "HEAD", path: key, repeatable: true),
+               head.status == 200, let etag = head.header("etag")
+            {
+                remoteId = Self.unquoted(etag)
+            }
+            return RemoteFile(path: path, size: size, remoteId: remoteId)
         } catch {
             // Incomplete parts are billed storage, and invisible: abort them.
             _ = try? await send("aborting the upload of \(path)", method: "DELETE", path: key,

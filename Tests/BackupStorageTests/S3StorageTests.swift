@@ -1,0 +1,366 @@
+// S3Storage against a real server (rclone serve s3 on 127.0.0.1, each subfolder a bucket): the
+// storage contract suite, multipart upload and its abort, identity under rotated keys, and
+// every S3 row of DESIGN.md's error table, produced for real or through the fault proxy.
+
+import BackupEngine
+@testable import BackupStorage
+import BackupTestSupport
+import Foundation
+import XCTest
+
+final class S3StorageTests: XCTestCase {
+    // One server for the class, each test in a bucket of its own. nonisolated(unsafe): XCTest
+    // runs the tests of a class one at a time, and only class tearDown clears it.
+    nonisolated(unsafe) private static var shared: (server: RcloneServer, served: TempDir)?
+    private static let rotatedKey = ("AKROTATED" + RcloneServer.randomToken(6).uppercased(), RcloneServer.randomToken(20))
+    private static let bucketCount = 40
+
+    override class func tearDown() {
+        shared?.server.stop()
+        shared?.served.cleanup()
+        shared = nil
+        super.tearDown()
+    }
+
+    // MARK: The contract
+
+    func testContractEmptyRemoteListsNothing() async throws {
+        try await StorageContract.emptyRemoteListsNothing(makeRemote().storage())
+    }
+
+    func testContractWrittenFileIsListedWithItsSize() async throws {
+        try await StorageContract.writtenFileIsListedWithItsSize(makeRemote().storage())
+    }
+
+    func testContractWriteBytesThenReadBytesRoundTrips() async throws {
+        try await StorageContract.writeBytesThenReadBytesRoundTrips(makeRemote().storage())
+    }
+
+    func testContractWriteFileThenDownloadFileRoundTrips() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.writeFileThenDownloadFileRoundTrips(try remote.storage(), scratch: remote.scratch)
+    }
+
+    func testContractOverwriteReplacesContentAndSize() async throws {
+        try await StorageContract.overwriteReplacesContentAndSize(makeRemote().storage())
+    }
+
+    func testContractDeleteRemovesTheFile() async throws {
+        try await StorageContract.deleteRemovesTheFile(makeRemote().storage())
+    }
+
+    func testContractDeleteOfAbsentPathSucceeds() async throws {
+        try await StorageContract.deleteOfAbsentPathSucceeds(makeRemote().storage())
+    }
+
+    func testContractReadOfAbsentPathThrowsNotFound() async throws {
+        try await StorageContract.readOfAbsentPathThrowsNotFound(makeRemote().storage())
+    }
+
+    func testContractDownloadOfAbsentPathThrowsNotFound() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.downloadOfAbsentPathThrowsNotFound(try remote.storage(), scratch: remote.scratch)
+    }
+
+    func testContractSpacesAndUnicodeInNamesRoundTrip() async throws {
+        try await StorageContract.spacesAndUnicodeInNamesRoundTrip(makeRemote().storage())
+    }
+
+    func testContractDeepFoldersRoundTrip() async throws {
+        try await StorageContract.deepFoldersRoundTrip(makeRemote().storage())
+    }
+
+    func testContractIdentityKeyIsStable() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.identityKeyIsStable { try remote.storage() }
+    }
+
+    func testContractFailedWriteLeavesNothing() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        try await StorageContract.failedWriteLeavesNothing(try remote.storage(), failMidway: failMidway(remote, proxy))
+    }
+
+    func testContractFailedOverwriteKeepsTheOldFile() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        try await StorageContract.failedOverwriteKeepsTheOldFile(try remote.storage(), failMidway: failMidway(remote, proxy))
+    }
+
+    // MARK: Prefix and listing
+
+    func testPrefixKeepsFilesApartAndListsRelativePaths() async throws {
+        let remote = try makeRemote()
+        let laptop = try remote.storage(prefix: ["machines", "laptop"])
+        let desktop = try remote.storage(prefix: ["machines", "desktop"])
+        _ = try await laptop.writeBytes("a/one.txt", Data("1".utf8))
+        _ = try await desktop.writeBytes("a/one.txt", Data("22".utf8))
+        let fromLaptop = try await laptop.list()
+        XCTAssertEqual(fromLaptop.map(\.path), ["a/one.txt"])
+        XCTAssertEqual(fromLaptop.map(\.size), [1])
+        let whole = try await remote.storage().list()
+        XCTAssertEqual(Set(whole.map(\.path)), ["machines/laptop/a/one.txt", "machines/desktop/a/one.txt"])
+    }
+
+    func testListFollowsContinuationPastOneThousandKeys() async throws {
+        let remote = try makeRemote()
+        // Made on disk: 1,100 PUTs would be slow in a debug build, and rclone lists the disk.
+        for index in 0..<1100 {
+            try remote.writeOnDisk("many/file\(index).txt", Data("\(index)".utf8))
+        }
+        try await Task.sleep(nanoseconds: UInt64(RcloneServer.directoryCacheTime * 2e9))
+        let listed = try await remote.storage().list()
+        XCTAssertEqual(listed.count, 1100)
+        XCTAssertEqual(Set(listed.map(\.path)).count, 1100)
+    }
+
+    func testRemoteIdOfAWriteMatchesTheListing() async throws {
+        let remote = try makeRemote()
+        let storage = try remote.storage()
+        let written = try await storage.writeBytes("e.txt", Data("etag".utf8))
+        XCTAssertNotNil(written.remoteId)
+        let listed = try await storage.list()
+        XCTAssertEqual(listed.first?.remoteId, written.remoteId)
+    }
+
+    // MARK: Multipart
+
+    func testLargeFileGoesUpInPartsAndRoundTrips() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let storage = try remote.storage(through: proxy, multipart: true)
+        let data = StorageContract.randomData(count: (11 << 20) + 123)
+        let source = remote.scratch + "/large.bin"
+        try data.write(to: URL(fileURLWithPath: source))
+        let written = try await storage.writeFile("large.bin", from: source)
+        XCTAssertEqual(written.size, Int64(data.count))
+        let parts = proxy.log().filter { $0.method == "PUT" && $0.path.contains("partNumber=") }
+        XCTAssertEqual(parts.count, 3, "11 MiB in 5 MiB parts")
+        try await storage.downloadFile("large.bin", to: remote.scratch + "/back.bin")
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/back.bin")) == data)
+        let listed = try await storage.list()
+        XCTAssertEqual(listed.map(\.size), [Int64(data.count)])
+        XCTAssertEqual(listed.first?.remoteId, written.remoteId)
+    }
+
+    func testFailedPartAbortsTheUploadAndLeavesNothing() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PUT", path: "partNumber=2", times: 10, .cutRequest(afterBytes: 1 << 20))
+        let storage = try remote.storage(through: proxy, multipart: true)
+        let source = remote.scratch + "/large.bin"
+        try StorageContract.randomData(count: 12 << 20).write(to: URL(fileURLWithPath: source))
+        await StorageContract.assertThrows(.transport, "a multipart upload whose second part breaks") {
+            _ = try await storage.writeFile("large.bin", from: source)
+        }
+        let log = proxy.log()
+        XCTAssertTrue(log.contains { $0.method == "DELETE" && $0.path.contains("uploadId=") }, "no abort was sent: \(log)")
+        XCTAssertFalse(log.contains { $0.method == "POST" && $0.path.contains("uploadId=") }, "completed anyway")
+        let listed = try await remote.storage().list()
+        XCTAssertEqual(listed, [])
+    }
+
+    // MARK: Identity
+
+    func testIdentityKeepsWithRotatedKeysAndChangesWithTheBucket() async throws {
+        let remote = try makeRemote()
+        let key = try await remote.storage().identityKey()
+        let rotated = try S3Storage(location: S3Location(bucket: remote.bucket), accessKeyId: Self.rotatedKey.0,
+                                    secretAccessKey: Self.rotatedKey.1, options: remote.options())
+        let rotatedKey = try await rotated.identityKey()
+        XCTAssertEqual(key, rotatedKey)
+        let other = try makeRemote()
+        let otherKey = try await other.storage().identityKey()
+        XCTAssertNotEqual(key, otherKey)
+        let prefixed = try await remote.storage(prefix: ["elsewhere"]).identityKey()
+        XCTAssertNotEqual(key, prefixed)
+        XCTAssertTrue(key?.contains(remote.bucket) == true, key ?? "nil")
+    }
+
+    // MARK: Credentials
+
+    func testWrongSecretIsAuthRevokedAtOnceAndTheMessageHoldsNoSecret() async throws {
+        let remote = try makeRemote()
+        let wrong = "WrongSecret" + RcloneServer.randomToken(16)
+        for (keyId, secret) in [(remote.server.user, wrong), ("AKUNKNOWN0000000", wrong)] {
+            let storage = try S3Storage(location: S3Location(bucket: remote.bucket), accessKeyId: keyId,
+                                        secretAccessKey: secret, options: remote.options())
+            let start = Date()
+            for operation in ["list", "write", "read", "identity"] {
+                do {
+                    switch operation {
+                    case "list": _ = try await storage.list()
+                    case "write": _ = try await storage.writeBytes("a.txt", Data("x".utf8))
+                    case "read": _ = try await storage.readBytes("a.txt")
+                    default: _ = try await storage.identityKey()
+                    }
+                    XCTFail("\(operation) with wrong keys succeeded")
+                } catch let error as CloudError {
+                    XCTAssertEqual(error.kind, .authRevoked, "\(operation): \(error)")
+                    XCTAssertFalse(error.message.contains(wrong), error.message)
+                    XCTAssertFalse(error.message.contains(remote.server.secret), error.message)
+                    XCTAssertTrue(error.message.contains("127.0.0.1:\(remote.server.port)"), error.message)
+                }
+            }
+            XCTAssertLessThan(Date().timeIntervalSince(start), 5, "wrong keys must fail fast")
+        }
+    }
+
+    // MARK: Error table
+
+    func testMissingBucketIsNotAvailable() async throws {
+        let remote = try makeRemote()
+        let storage = try S3Storage(location: S3Location(bucket: "no-such-bucket"), accessKeyId: remote.server.user,
+                                    secretAccessKey: remote.server.secret, options: remote.options())
+        await StorageContract.assertThrows(.notAvailable, "listing") { _ = try await storage.list() }
+        await StorageContract.assertThrows(.notAvailable, "identity") { _ = try await storage.identityKey() }
+        await StorageContract.assertThrows(.notAvailable, "writing") {
+            _ = try await storage.writeBytes("a.txt", Data("x".utf8))
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: remote.served + "/no-such-bucket"))
+    }
+
+    func testSlowDownIsRetriedThenSucceeds() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PUT", times: 2, .status(503, headers: ["Retry-After": "0"], body: Self.error("SlowDown")))
+        _ = try await remote.storage(through: proxy).writeBytes("s.txt", Data("slow".utf8))
+        let read = try await remote.storage().readBytes("s.txt")
+        XCTAssertEqual(read, Data("slow".utf8))
+        XCTAssertEqual(proxy.log().filter { $0.method == "PUT" }.count, 3)
+    }
+
+    func testSlowDownPastThreeRetriesIsTransport() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PUT", times: 10, .status(503, body: Self.error("SlowDown")))
+        await StorageContract.assertThrows(.transport, "SlowDown for good") {
+            _ = try await remote.storage(through: proxy).writeBytes("s.txt", Data("x".utf8))
+        }
+        XCTAssertEqual(proxy.log().filter { $0.method == "PUT" }.count, 4)
+        let listed = try await remote.storage().list()
+        XCTAssertEqual(listed, [])
+    }
+
+    func testQuotaExceededAndInsufficientStorageAreStorageFull() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("PUT", .status(403, body: Self.error("QuotaExceeded")))
+        proxy.add("PUT", .status(507))
+        for label in ["403 QuotaExceeded", "507"] {
+            await StorageContract.assertThrows(.storageFull, label) {
+                _ = try await remote.storage(through: proxy).writeBytes("q.txt", Data("x".utf8))
+            }
+        }
+    }
+
+    func testAccessDeniedIsAuthRevoked() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("GET", .status(403, body: Self.error("AccessDenied")))
+        await StorageContract.assertThrows(.authRevoked, "AccessDenied") {
+            _ = try await remote.storage(through: proxy).list()
+        }
+    }
+
+    func testDroppedDownloadIsRetriedAndThenSucceeds() async throws {
+        let remote = try makeRemote()
+        let data = StorageContract.randomData(count: 400_000)
+        _ = try await remote.storage().writeBytes("d.bin", data)
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("GET", path: "d.bin", .cutResponse(afterBytes: 100_000))
+        let storage = try remote.storage(through: proxy)
+        try await storage.downloadFile("d.bin", to: remote.scratch + "/d.bin")
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/d.bin")) == data)
+    }
+
+    func testConnectionRefusedIsOffline() async throws {
+        var options = ProviderOptions()
+        options.s3Endpoint = "http://127.0.0.1:\(try RcloneServer.freePort())"
+        let storage = try S3Storage(location: S3Location(bucket: "bucket"), accessKeyId: "a", secretAccessKey: "b",
+                                    options: options)
+        await StorageContract.assertThrows(.offline, "a server that is not there") { _ = try await storage.list() }
+    }
+
+    // MARK: Factory
+
+    func testMakeStorageBuildsAWorkingS3Provider() async throws {
+        let remote = try makeRemote()
+        let storage = try makeStorage(
+            "s3://\(remote.bucket)/via/factory",
+            credentials: ProviderCredentials(awsAccessKeyId: remote.server.user, awsSecretAccessKey: remote.server.secret),
+            options: remote.options())
+        XCTAssertTrue(storage is S3Storage)
+        _ = try await storage.writeBytes("made.txt", Data("by the factory".utf8))
+        let listed = try await remote.storage().list()
+        XCTAssertEqual(listed.map(\.path), ["via/factory/made.txt"])
+    }
+
+    // MARK: Helpers
+
+    static func error(_ code: String) -> String {
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(code)</Code><Message>injected \(code)</Message></Error>"
+    }
+
+    struct Remote {
+        let server: RcloneServer
+        let served: String
+        let bucket: String
+        let scratchDir: TempDir
+        var scratch: String { scratchDir.path }
+
+        func options(port: Int? = nil, multipart: Bool = false) -> ProviderOptions {
+            var options = ProviderOptions()
+            options.s3Endpoint = "http://127.0.0.1:\(port ?? server.port)"
+            options.http.backoff = 0.05
+            if multipart {
+                options.multipartThreshold = 6 << 20
+                options.multipartPartSize = 5 << 20
+            }
+            return options
+        }
+
+        func storage(prefix: [String] = []) throws -> S3Storage {
+            try S3Storage(location: S3Location(bucket: bucket, prefix: prefix), accessKeyId: server.user,
+                          secretAccessKey: server.secret, options: options())
+        }
+
+        func storage(through proxy: FaultProxy, multipart: Bool = false) throws -> S3Storage {
+            try S3Storage(location: S3Location(bucket: bucket), accessKeyId: server.user,
+                          secretAccessKey: server.secret, options: options(port: proxy.port, multipart: multipart))
+        }
+
+        func writeOnDisk(_ relative: String, _ data: Data) throws {
+            let path = served + "/" + bucket + "/" + relative
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            try data.write(to: URL(fileURLWithPath: path))
+        }
+    }
+
+    private func makeRemote() throws -> Remote {
+        if Self.shared == nil {
+            let served = try TempDir("s3-served")
+            Self.shared = (try RcloneServer(.s3, root: served.path, extraKeys: [Self.rotatedKey]), served)
+        }
+        guard let shared = Self.shared else { throw RcloneServer.ServerError(message: "no server") }
+        let bucket = "b-" + RcloneServer.randomToken(10)
+        try shared.served.makeFolder(bucket)
+        Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 2)
+        let scratch = try TempDir("s3-scratch")
+        addTeardownBlock { scratch.cleanup() }
+        return Remote(server: shared.server, served: shared.served.path, bucket: bucket, scratchDir: scratch)
+    }
+
+    /// A write that breaks midway for real: the proxy forwards the PUT and cuts it after
+    /// 100 KiB of a 1 MiB body, every time it is tried.
+    private func failMidway(_ remote: Remote, _ proxy: FaultProxy) throws -> StorageContract.FailMidway {
+        let storage = try remote.storage(through: proxy)
+        return { path in
+            proxy.add("PUT", times: 10, .cutRequest(afterBytes: 100 << 10))
+            let source = remote.scratch + "/one-mebibyte.bin"
+            try StorageContract.randomData(count: 1 << 20).write(to: URL(fileURLWithPath: source))
+            _ = try await storage.writeFile(path, from: source)
+        }
+    }
+}
