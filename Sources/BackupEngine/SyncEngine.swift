@@ -140,11 +140,13 @@ public final class SyncEngine: Sendable {
 
         if markerNeeded {
             if let stop = try checkBeforeWrite() { return stop }
+            // A marker that cannot be made is the local side's failure: it is thrown.
+            let markerBytes = try snapshot.marker()
             do {
                 // Everything before the marker is made durable first, then the marker itself:
                 // a marker on the remote always describes files that are really there.
                 try await storage.flush()
-                let file = try await storage.writeBytes(markerPath, snapshot.marker)
+                let file = try await storage.writeBytes(markerPath, markerBytes)
                 try await storage.flush()
                 report.uploaded.append(markerPath)
                 report.uploadedBytes += file.size

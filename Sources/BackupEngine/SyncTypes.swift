@@ -38,11 +38,13 @@ public struct SyncEntry: Sendable, Equatable {
 }
 
 /// The local side of one sync run.
-public struct SyncSnapshot: Sendable, Equatable {
+public struct SyncSnapshot: Sendable {
     /// Every file, in the order hash-compared uploads should happen.
     public var entries: [SyncEntry]
-    /// The marker's bytes, uploaded last (rule 7) to `SyncEngine.markerPath`.
-    public var marker: Data
+    /// Makes the marker's bytes, uploaded last (rule 7) to `SyncEngine.markerPath`. Called
+    /// only by a run that writes the marker: most runs of a large tree change nothing, and
+    /// encoding a marker of every file's hash is not free.
+    public var marker: @Sendable () throws -> Data
     /// Whether the local side holds nothing the person made. Pass it explicitly when
     /// scaffold files are always listed; it defaults to `entries.isEmpty`.
     public var isEmpty: Bool
@@ -50,8 +52,12 @@ public struct SyncSnapshot: Sendable, Equatable {
     public var allowShrink: Bool
 
     public init(entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false) {
+        self.init(entries: entries, makeMarker: { marker }, isEmpty: isEmpty, allowShrink: allowShrink)
+    }
+
+    public init(entries: [SyncEntry], makeMarker: @escaping @Sendable () throws -> Data, isEmpty: Bool? = nil, allowShrink: Bool = false) {
         self.entries = entries
-        self.marker = marker
+        self.marker = makeMarker
         self.isEmpty = isEmpty ?? entries.isEmpty
         self.allowShrink = allowShrink
     }
