@@ -282,6 +282,32 @@ final class S3StorageTests: XCTestCase {
         await StorageContract.assertThrows(.offline, "a server that is not there") { _ = try await storage.list() }
     }
 
+    // MARK: End to end
+
+    func testSyncEngineRoundTripUploadsOnceThenNothingThenTheChange() async throws {
+        let remote = try makeRemote()
+        try await engineRoundTrip(try remote.storage(prefix: ["laptop"]), scratch: remote.scratch)
+    }
+
+    func testSyncEngineRoundTripWithMultipartUploads() async throws {
+        let remote = try makeRemote()
+        var options = remote.options(multipart: true)
+        options.multipartThreshold = 5 << 20
+        let storage = try S3Storage(location: S3Location(bucket: remote.bucket), accessKeyId: remote.server.user,
+                                    secretAccessKey: remote.server.secret, options: options)
+        let big = remote.scratch + "/big.bin"
+        let data = StorageContract.randomData(count: (7 << 20) + 5)
+        try data.write(to: URL(fileURLWithPath: big))
+        let engine = SyncEngine(storage: storage, state: try StateStore(path: remote.scratch + "/state.db"))
+        let snapshot = SyncSnapshot(entries: [SyncEntry(path: "big.bin", size: Int64(data.count),
+                                                        hash: try SHA256Hasher.hexOfFile(atPath: big), source: .file(big))],
+                                    marker: Data("m".utf8))
+        guard case .completed(let first) = try await engine.sync(snapshot) else { return XCTFail("first run") }
+        XCTAssertEqual(first.uploaded, ["big.bin", SyncEngine.defaultMarkerPath])
+        guard case .completed(let second) = try await engine.sync(snapshot) else { return XCTFail("second run") }
+        XCTAssertEqual(second.uploaded, [], "a multipart object's id must match its listing")
+    }
+
     // MARK: Factory
 
     func testMakeStorageBuildsAWorkingS3Provider() async throws {

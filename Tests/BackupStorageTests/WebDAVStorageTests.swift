@@ -406,6 +406,13 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(read, Data("over TLS".utf8))
     }
 
+    // MARK: End to end
+
+    func testSyncEngineRoundTripUploadsOnceThenNothingThenTheChange() async throws {
+        let remote = try makeRemote()
+        try await engineRoundTrip(remote.storage, scratch: remote.scratch)
+    }
+
     // MARK: Factory
 
     func testMakeStorageBuildsAWorkingWebDAVProvider() async throws {
@@ -489,6 +496,58 @@ final class WebDAVStorageTests: XCTestCase {
         let leftovers = (FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? [])
             .filter { ($0 as NSString).lastPathComponent.hasPrefix(WebDAVStorage.temporaryFilePrefix) }
         XCTAssertEqual(leftovers, [], "temporary files left on the server", file: file, line: line)
+    }
+}
+
+/// The sync engine over `storage`: a first run uploads every file and the marker, a second
+/// run with nothing changed uploads nothing (the ids a write returns match the listing's), a
+/// third uploads the changed file and deletes the removed one; every file downloads intact.
+func engineRoundTrip(_ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath,
+                     line: UInt = #line) async throws {
+    let tree = scratch + "/tree"
+    var contents: [String: Data] = [:]
+    for index in 0..<24 {
+        let path = "folder\(index % 4)/sub \(index % 3)/file \(index).bin"
+        contents[path] = StorageContract.randomData(count: index == 0 ? 0 : index * 3000 + (index == 5 ? 2 << 20 : 0))
+    }
+    func snapshot() throws -> SyncSnapshot {
+        let entries = try contents.keys.sorted().map { path -> SyncEntry in
+            let local = tree + "/" + path
+            try FileManager.default.createDirectory(atPath: (local as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            if !FileManager.default.fileExists(atPath: local) { try contents[path]?.write(to: URL(fileURLWithPath: local)) }
+            return SyncEntry(path: path, size: Int64(contents[path]?.count ?? 0),
+                             hash: try SHA256Hasher.hexOfFile(atPath: local), source: .file(local))
+        }
+        return SyncSnapshot(entries: entries, marker: Data(contents.keys.sorted().joined(separator: "\n").utf8))
+    }
+    let engine = SyncEngine(storage: storage, state: try StateStore(path: scratch + "/state.db"))
+
+    guard case .completed(let first) = try await engine.sync(try snapshot()) else {
+        return XCTFail("the first run did not complete", file: file, line: line)
+    }
+    XCTAssertEqual(first.uploaded.count, contents.count + 1, "every file and the marker", file: file, line: line)
+    guard case .completed(let second) = try await engine.sync(try snapshot()) else {
+        return XCTFail("the second run did not complete", file: file, line: line)
+    }
+    XCTAssertEqual(second.uploaded, [], "nothing changed, yet files were uploaded again", file: file, line: line)
+
+    let removed = "folder1/sub 1/file 1.bin", changed = "folder2/sub 2/file 2.bin"
+    contents[removed] = nil
+    contents[changed] = Data("changed".utf8)
+    try FileManager.default.removeItem(atPath: tree + "/" + changed)
+    guard case .completed(let third) = try await engine.sync(try snapshot()) else {
+        return XCTFail("the third run did not complete", file: file, line: line)
+    }
+    XCTAssertEqual(third.uploaded, [changed, SyncEngine.defaultMarkerPath], file: file, line: line)
+    XCTAssertEqual(third.deleted, [removed], file: file, line: line)
+
+    let listed = try await storage.list()
+    XCTAssertEqual(Set(listed.map(\.path)), Set(contents.keys).union([SyncEngine.defaultMarkerPath]), file: file, line: line)
+    for (path, data) in contents {
+        let local = scratch + "/restored/" + path
+        try await storage.downloadFile(path, to: local)
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: local)) == data, "\(path) differs", file: file, line: line)
     }
 }
 
