@@ -135,6 +135,17 @@ final class HTTPTests: XCTestCase {
         }
     }
 
+    func testAnUnresolvableHostIsOffline() async throws {
+        do {
+            _ = try await HTTPClient(server: "http://no-such-host.invalid", settings: HTTPSettings())
+                .send("connecting", repeatable: true) { HTTPRequest(method: "GET", url: "http://no-such-host.invalid/") }
+            XCTFail("an unresolvable host answered")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .offline)
+            XCTAssertTrue(error.message.contains("no-such-host.invalid"), error.message)
+        }
+    }
+
     // MARK: Streaming against a real server
 
     func testUploadsARangeOfAFileAndDownloadsIntoAFile() async throws {
