@@ -137,8 +137,7 @@ final class CurlLoop: @unchecked Sendable {
                     continue
                 }
                 if let failure = transfer.configure(easy) {
-                    curl_easy_reset(easy)
-                    idle.append(easy)
+                    curl_easy_cleanup(easy)
                     transfer.finish(.failure(failure))
                     continue
                 }
@@ -157,9 +156,15 @@ final class CurlLoop: @unchecked Sendable {
                     transfer.complete(code, easy)
                 }
                 // curl_easy_reset keeps the handle's caches; the live connections stay in the
-                // multi handle's cache for the next request to the same server.
-                curl_easy_reset(easy)
-                if idle.count < 32 { idle.append(easy) } else { curl_easy_cleanup(easy) }
+                // multi handle's cache for the next request to the same server. A handle whose
+                // transfer failed is not reused: after a failed name lookup, libcurl 7.88 refuses
+                // CURLOPT_BUFFERSIZE on it ("bad argument") for every later request.
+                if code == CURLE_OK && idle.count < 32 {
+                    curl_easy_reset(easy)
+                    idle.append(easy)
+                } else {
+                    curl_easy_cleanup(easy)
+                }
             }
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
@@ -211,7 +216,10 @@ final class CurlTransfer: @unchecked Sendable {
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var failed: CURLcode = CURLE_OK
-        func check(_ code: CURLcode) { if code != CURLE_OK && failed == CURLE_OK { failed = code } }
+        var failedLine = 0
+        func check(_ code: CURLcode, line: Int = #line) {
+            if code != CURLE_OK && failed == CURLE_OK { failed = code; failedLine = line }
+        }
 
         check(backup_curl_setopt_string(easy, CURLOPT_URL, request.url))
         check(backup_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
@@ -262,7 +270,8 @@ final class CurlTransfer: @unchecked Sendable {
         check(backup_curl_setopt_xferinfo_callback(easy, curlProgress))
         check(backup_curl_setopt_pointer(easy, CURLOPT_XFERINFODATA, me))
         if failed != CURLE_OK {
-            return CurlFailure(code: failed, detail: String(cString: curl_easy_strerror(failed)), connected: false)
+            return CurlFailure(code: failed, detail: "\(String(cString: curl_easy_strerror(failed))) (setting up the "
+                + "request, HTTPTransfer.swift line \(failedLine))", connected: false)
         }
         return nil
     }
