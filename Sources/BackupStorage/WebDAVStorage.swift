@@ -492,8 +492,15 @@ public final class WebDAVStorage: RemoteStorage {
             + "(while \(what)); create it on the server, or correct the remote URL, then run again")
     }
 
-    /// The CloudError a final response stands for (DESIGN.md's error table, WebDAV column).
+    /// The CloudError a final response stands for (DESIGN.md's error table, WebDAV column),
+    /// with the password masked should the server have echoed it.
     func failure(_ response: HTTPResponse, _ operation: String, _ path: String) -> CloudError {
+        let error = unmaskedFailure(response, operation, path)
+        guard let secret = password.withLock({ $0 }), !secret.isEmpty, error.message.contains(secret) else { return error }
+        return CloudError(error.kind, error.message.replacingOccurrences(of: secret, with: "***"))
+    }
+
+    private func unmaskedFailure(_ response: HTTPResponse, _ operation: String, _ path: String) -> CloudError {
         let server = endpoint.server
         switch response.status {
         case 401:

@@ -254,6 +254,21 @@ final class S3StorageTests: XCTestCase {
         }
     }
 
+    func testASecretTheServerEchoesIsMaskedInTheMessage() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("GET", .status(400, body: Self.error("InvalidRequest").replacingOccurrences(
+            of: "injected InvalidRequest", with: "you signed with \(remote.server.secret)")))
+        do {
+            _ = try await remote.storage(through: proxy).list()
+            XCTFail("a 400 succeeded")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertFalse(error.message.contains(remote.server.secret), error.message)
+            XCTAssertTrue(error.message.contains("InvalidRequest") && error.message.contains("***"), error.message)
+        }
+    }
+
     func testAccessDeniedIsAuthRevoked() async throws {
         let remote = try makeRemote()
         let proxy = try FaultProxy(upstreamPort: remote.server.port)

@@ -217,6 +217,20 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 5, "a wrong password must fail fast")
     }
 
+    func testAPasswordTheServerEchoesIsMaskedInTheMessage() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("GET", .status(418, body: "I refuse; you sent \(remote.server.secret)"))
+        do {
+            _ = try await remote.storage(through: proxy).readBytes("x.txt")
+            XCTFail("a 418 succeeded")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertFalse(error.message.contains(remote.server.secret), error.message)
+            XCTAssertTrue(error.message.contains("HTTP 418") && error.message.contains("***"), error.message)
+        }
+    }
+
     func testPasswordIsReadAgainOnceAfterA401() async throws {
         let remote = try makeRemote()
         let calls = Counter()
