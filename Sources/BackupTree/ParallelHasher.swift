@@ -1,0 +1,180 @@
+// The hashing half of the tree scanner: SHA-256 (OpenSSL EVP) of the files whose fingerprint
+// changed, spread over the cores, each worker with its own 1 MiB buffer and digest context
+// reused from file to file. It also notices files that changed or vanished since the walk.
+
+import BackupEngine
+import CCrypto
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One file to hash, as the walk saw it.
+struct HashJob: Sendable {
+    /// The relative path (FileName-encoded), opened below the root's descriptor.
+    var path: String
+    var size: Int64
+    var mtimeNanoseconds: Int64
+    var inode: UInt64
+    /// The file system's device number.
+    var device: UInt64
+}
+
+/// What hashing one file found.
+enum HashOutcome: Sendable, Equatable {
+    /// Read to the end. `fingerprint` is nil when the file changed while it was read (its
+    /// hash then describes bytes that may never have been on disk together, so it must be
+    /// read again next time); `changedWhileReading` is set too when the size read differs
+    /// from the walk's.
+    case hashed(hash: String, bytesRead: Int64, fingerprint: Fingerprint?, changedWhileReading: Bool)
+    /// It exists but could not be opened or read (errno).
+    case unreadable(Int32)
+    /// Another file than the walk saw is at its path now (another inode): a save that
+    /// replaced it, or a folder on the way swapped for a link. It is not read.
+    case replaced
+    /// Gone since the walk, or no longer a regular file (replaced by a link, a folder...).
+    case vanished(String)
+}
+
+/// Hashes files on several threads; results come back in the order of the jobs.
+struct ParallelHasher: Sendable {
+    static let bufferSize = 1 << 20
+
+    /// How many threads read and hash at once.
+    var workers: Int
+    var fileSystem: ScanFileSystem
+    /// The source root, which every job's path is relative to; owned by the caller.
+    var rootFD: Int32
+
+    func hash(_ jobs: [HashJob]) -> [HashOutcome] {
+        if jobs.isEmpty { return [] }
+        let workerCount = max(1, min(workers, jobs.count))
+        let fileSystem = fileSystem
+        let rootFD = rootFD
+        let shared = SharedQueue()
+        let work = { @Sendable (_: Int) in
+            var worker = HashWorker(fileSystem: fileSystem, rootFD: rootFD)
+            var done: [(Int, HashOutcome)] = []
+            // Workers pull the next job from a shared counter rather than taking fixed slices,
+            // so one large file does not leave the other cores idle.
+            while true {
+                let index = shared.next.wrappingAdd(1, ordering: .relaxed).oldValue
+                if index >= jobs.count { break }
+                done.append((index, worker.hash(jobs[index])))
+            }
+            shared.results.withLock { $0 += done }
+        }
+        if workerCount == 1 {
+            work(0)
+        } else {
+            DispatchQueue.concurrentPerform(iterations: workerCount, execute: work)
+        }
+        var outcomes = [HashOutcome](repeating: .vanished(""), count: jobs.count)
+        shared.results.withLock { results in
+            for (index, outcome) in results { outcomes[index] = outcome }
+        }
+        return outcomes
+    }
+}
+
+/// The job counter and the finished results, shared by the workers of one `hash` call.
+private final class SharedQueue: Sendable {
+    let next = Atomic<Int>(0)
+    let results = Mutex<[(Int, HashOutcome)]>([])
+}
+
+/// One thread's reusable buffer and digest context.
+private struct HashWorker: ~Copyable {
+    let fileSystem: ScanFileSystem
+    let rootFD: Int32
+    private let buffer: UnsafeMutableRawBufferPointer
+    private let context: OpaquePointer
+
+    init(fileSystem: ScanFileSystem, rootFD: Int32) {
+        self.fileSystem = fileSystem
+        self.rootFD = rootFD
+        buffer = .allocate(byteCount: ParallelHasher.bufferSize, alignment: 64)
+        // EVP_MD_CTX_new only fails when malloc fails; nothing sensible can continue then.
+        guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed: out of memory") }
+        self.context = context
+    }
+
+    deinit {
+        buffer.deallocate()
+        EVP_MD_CTX_free(context)
+    }
+
+    mutating func hash(_ job: HashJob) -> HashOutcome {
+        let fd = FileName.withCString(job.path) { fileSystem.openFile(rootFD, $0, job.path) }
+        if fd < 0 {
+            switch -fd {
+            // Deleted, or a folder on the way replaced, or the name is now a link (O_NOFOLLOW).
+            case ENOENT, ENOTDIR, ELOOP: return .vanished("it was deleted or replaced by a link since the folder was listed")
+            default: return .unreadable(-fd)
+            }
+        }
+        defer { close(fd) }
+        var before = stat()
+        guard fstat(fd, &before) == 0 else { return .unreadable(errno) }
+        guard before.st_mode & S_IFMT == S_IFREG else {
+            return .vanished("it is no longer a regular file")
+        }
+        // The open resolves the whole relative path, and O_NOFOLLOW guards its last name only:
+        // the same inode is what proves no folder on the way was swapped for a link since the
+        // walk, so a file outside the tree is never read under a path inside it.
+        guard UInt64(before.st_ino) == job.inode && UInt64(before.st_dev) == job.device else { return .replaced }
+
+        EVP_DigestInit_ex(context, backup_evp_sha256(), nil)
+        var total: Int64 = 0
+        while true {
+            let count = read(fd, buffer.baseAddress, buffer.count)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .unreadable(errno)
+            }
+            EVP_DigestUpdate(context, buffer.baseAddress, count)
+            total += Int64(count)
+        }
+        var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        let hex = withUnsafeMutableBytes(of: &digest) { raw -> String in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            var length: UInt32 = 0
+            EVP_DigestFinal_ex(context, bytes.baseAddress, &length)
+            return lowercaseHex(UnsafeBufferPointer(rebasing: bytes[..<Int(length)]))
+        }
+
+        var after = stat()
+        let stable = fstat(fd, &after) == 0 && Int64(after.st_size) == total && Int64(before.st_size) == total
+            && mtimeNanoseconds(after) == mtimeNanoseconds(before)
+        // Only a change during the read itself means the hash may be torn; a file that was
+        // stable while read describes itself exactly, even if it changed since the walk.
+        let fingerprint = stable
+            ? Fingerprint(size: total, mtimeNanoseconds: mtimeNanoseconds(after), inode: UInt64(after.st_ino), hash: hex)
+            : nil
+        return .hashed(hash: hex, bytesRead: total, fingerprint: fingerprint, changedWhileReading: !stable || total != job.size)
+    }
+}
+
+/// The modification time of `status` in nanoseconds since the epoch.
+@inline(__always)
+func mtimeNanoseconds(_ status: stat) -> Int64 {
+    Int64(status.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_mtim.tv_nsec)
+}
+
+private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+/// `bytes` as lowercase hex.
+func lowercaseHex(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+    String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+        for (index, byte) in bytes.enumerated() {
+            out[2 * index] = hexDigits[Int(byte >> 4)]
+            out[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
+        }
+        return bytes.count * 2
+    }
+}

@@ -1,0 +1,539 @@
+// The walk behind TreeScanner. Folders are listed on several threads (readdir, fstatat, names,
+// excludes, sorting, cache lookups: the part that grows with the tree), each into its own
+// slot; one thread then assembles the slots in path order into entries and hash jobs, and
+// turns the hashing outcomes and the cache into the ScanResult.
+
+import BackupEngine
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - Listing folders (any thread)
+
+/// What one folder holds, in path order, as its lister saw it.
+enum WalkItem: Sendable {
+    /// A regular file: its entry (hash filled in from the cache, or nil), the job that reads
+    /// it when the cache did not match, and whether the cache knew its path.
+    case file(SyncEntry, job: HashJob?, cached: Bool)
+    /// A subfolder, listed into its own slot.
+    case folder(FolderSlot)
+    /// A subfolder that could not be opened (errno).
+    case unopenableFolder(path: String, code: Int32)
+    /// A name whose status cannot be read (errno): a folder with read but no search permission.
+    case unstatable(path: String, code: Int32)
+    case symlink(String)
+    /// A FIFO, socket or device, described.
+    case special(path: String, what: String)
+}
+
+/// One folder's listing, filled in by whichever thread lists it and read once all are done.
+final class FolderSlot: Sendable {
+    enum Listing: Sendable {
+        case listed([WalkItem])
+        /// The folder was opened but could not be listed (errno).
+        case failed(Int32)
+    }
+
+    /// The folder's relative path ("" for the root).
+    let path: String
+    let listing = Mutex<Listing>(.listed([]))
+
+    init(path: String) { self.path = path }
+}
+
+/// The walk's fixed inputs and its queue of folders waiting for a thread.
+final class FolderLister: Sendable {
+    /// The root's path with a "/" after it, which every file's path is appended to.
+    let basePrefix: String
+    let cache: [String: Fingerprint]
+    let excludes: PatternList
+    let folderExclusion: FolderExclusion
+    let sizeCompared: PatternList
+    let rootNames: Set<String>
+    let reservedPrefixes: [[UInt8]]
+    let fileSystem: ScanFileSystem
+
+    private struct Task: Sendable {
+        var fd: Int32
+        var slot: FolderSlot
+    }
+
+    private let waiting = Mutex<[Task]>([])
+    /// Folders queued and not yet listed to the end; the walk is over when it drops to 0.
+    private let outstanding = Atomic<Int>(0)
+    private let wakeup = DispatchSemaphore(value: 0)
+    /// At most this many folders wait in the queue, each with an open descriptor; past it a
+    /// lister lists the subfolder itself, so a folder with 100,000 subfolders cannot run out of
+    /// descriptors.
+    private let queueLimit = 64
+
+    init(
+        base: String, cache: [String: Fingerprint], excludes: PatternList, sizeCompared: PatternList,
+        reserved: ReservedNames, fileSystem: ScanFileSystem
+    ) {
+        basePrefix = base + "/"
+        self.cache = cache
+        self.excludes = excludes
+        folderExclusion = FolderExclusion(list: excludes)
+        self.sizeCompared = sizeCompared
+        rootNames = reserved.rootNames
+        reservedPrefixes = reserved.prefixes.map { Array($0.utf8) }
+        self.fileSystem = fileSystem
+    }
+
+    /// Lists the tree below the folder `rootFD` (taking it over) on `threads` threads.
+    func listTree(_ rootFD: Int32, threads: Int) -> FolderSlot {
+        let root = FolderSlot(path: "")
+        if threads <= 1 {
+            list(rootFD, into: root, queueing: false)
+            return root
+        }
+        outstanding.store(1, ordering: .sequentiallyConsistent)
+        waiting.withLock { $0.append(Task(fd: rootFD, slot: root)) }
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in runWorker(threads: threads) }
+        return root
+    }
+
+    private func runWorker(threads: Int) {
+        while true {
+            // Last in, first out: depth first, which keeps the queue and its descriptors few.
+            if let task = waiting.withLock({ $0.popLast() }) {
+                list(task.fd, into: task.slot, queueing: true)
+                if outstanding.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
+                    for _ in 0..<threads { wakeup.signal() }
+                }
+                continue
+            }
+            if outstanding.load(ordering: .sequentiallyConsistent) == 0 { return }
+            // Another thread is listing a folder that may queue more; the timeout only covers
+            // a wakeup lost between the check above and this wait.
+            _ = wakeup.wait(timeout: .now() + .milliseconds(2))
+        }
+    }
+
+    /// Hands a subfolder to another thread; false when the queue is full.
+    private func offer(_ fd: Int32, _ slot: FolderSlot) -> Bool {
+        let queued = waiting.withLock { tasks -> Bool in
+            if tasks.count >= queueLimit { return false }
+            // Counted before it can be taken, so `outstanding` never reads 0 while work is left.
+            outstanding.add(1, ordering: .sequentiallyConsistent)
+            tasks.append(Task(fd: fd, slot: slot))
+            return true
+        }
+        if queued { wakeup.signal() }
+        return queued
+    }
+
+    /// Lists the folder `fd` (taking it over) into `slot`, and its subfolders into theirs.
+    private func list(_ fd: Int32, into slot: FolderSlot, queueing: Bool) {
+        let listing = listFolder(fd, relative: slot.path, queueing: queueing)
+        slot.listing.withLock { $0 = listing }
+    }
+
+    private func listFolder(_ fd: Int32, relative: String, queueing: Bool) -> FolderSlot.Listing {
+        guard let dir = fdopendir(fd) else {
+            let code = errno
+            close(fd)
+            return .failed(code)
+        }
+        defer { closedir(dir) }
+        let folderFD = dirfd(dir)
+        let prefix = relative.isEmpty ? "" : relative + "/"
+        let atRoot = relative.isEmpty
+
+        var children: [Child] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(dir) else {
+                if errno != 0 { return .failed(errno) }
+                break
+            }
+            let type = entry.pointee.d_type
+            let child = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
+                tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) { cName in
+                    classify(cName, type: type, in: folderFD, prefix: prefix, atRoot: atRoot)
+                }
+            }
+            if let child { children.append(child) }
+        }
+
+        // Siblings in path order make the depth-first assembly come out sorted.
+        children.sort { $0.precedes($1) }
+        var items: [WalkItem] = []
+        items.reserveCapacity(children.count)
+        for child in children {
+            switch child.kind {
+            case .file(let size, let mtime, let inode, let device):
+                items.append(file(child.path, size: size, mtimeNanoseconds: mtime, inode: inode, device: device))
+            case .folder:
+                if folderExclusion.excludesEverything(below: child.path) { continue }
+                let childFD = FileName.withCString(child.name) { fileSystem.openFolder(folderFD, $0, child.path) }
+                if childFD < 0 {
+                    switch -childFD {
+                    // Removed or replaced by a link since readdir: nothing of ours to list.
+                    case ENOENT, ENOTDIR, ELOOP: break
+                    default: items.append(.unopenableFolder(path: child.path, code: -childFD))
+                    }
+                    continue
+                }
+                let childSlot = FolderSlot(path: child.path)
+                items.append(.folder(childSlot))
+                if !queueing || !offer(childFD, childSlot) {
+                    list(childFD, into: childSlot, queueing: queueing)
+                }
+            case .symlink:
+                items.append(.symlink(child.path))
+            case .special(let what):
+                items.append(.special(path: child.path, what: what))
+            case .unstatable(let code):
+                items.append(.unstatable(path: child.path, code: code))
+            }
+        }
+        return .listed(items)
+    }
+
+    /// A regular file's item: hashed from the cache when its fingerprint matches.
+    private func file(_ path: String, size: Int64, mtimeNanoseconds mtime: Int64, inode: UInt64, device: UInt64) -> WalkItem {
+        let absolute = basePrefix + path
+        if sizeCompared.matches(path) {
+            return .file(SyncEntry(path: path, size: size, hash: nil, source: .file(absolute)), job: nil, cached: false)
+        }
+        let cached = cache[path]
+        if let cached, cached.matches(size: size, mtimeNanoseconds: mtime, inode: inode) {
+            return .file(SyncEntry(path: path, size: size, hash: cached.hash, source: .file(absolute)), job: nil, cached: true)
+        }
+        return .file(
+            SyncEntry(path: path, size: size, hash: nil, source: .file(absolute)),
+            job: HashJob(path: path, size: size, mtimeNanoseconds: mtime, inode: inode, device: device),
+            cached: cached != nil)
+    }
+
+    /// The child for one directory entry, or nil when it is skipped without a trace.
+    private func classify(
+        _ cName: UnsafePointer<CChar>, type: UInt8, in folderFD: Int32, prefix: String, atRoot: Bool
+    ) -> Child? {
+        let length = strlen(cName)
+        let bytes = UnsafeRawBufferPointer(start: cName, count: length)
+        if bytes.first == UInt8(ascii: ".") && (length == 1 || (length == 2 && bytes[1] == UInt8(ascii: "."))) {
+            return nil
+        }
+        for reservedPrefix in reservedPrefixes where length >= reservedPrefix.count {
+            if bytes.starts(with: reservedPrefix) { return nil }
+        }
+        let name = FileName.string(fromBytes: bytes)
+        if atRoot && rootNames.contains(name) { return nil }
+        let path = prefix + name
+
+        switch Int32(type) {
+        case Int32(DT_DIR):
+            // Pruning is decided when the folder's turn comes; no stat is needed for a folder.
+            return Child(name: name, path: path, kind: .folder)
+        case Int32(DT_LNK):
+            return excludes.matches(path) ? nil : Child(name: name, path: path, kind: .symlink)
+        case Int32(DT_FIFO), Int32(DT_SOCK), Int32(DT_CHR), Int32(DT_BLK):
+            return excludes.matches(path) ? nil : Child(name: name, path: path, kind: .special(Self.describe(type: type)))
+        case Int32(DT_REG):
+            // Excluded files are left out before their stat.
+            if excludes.matches(path) { return nil }
+        default:
+            break  // DT_UNKNOWN (some file systems): the stat below says what it is.
+        }
+
+        var status = stat()
+        if fstatat(folderFD, cName, &status, AT_SYMLINK_NOFOLLOW) != 0 {
+            let code = errno
+            // Deleted between readdir and fstatat: it is simply no longer there.
+            if code == ENOENT { return nil }
+            if type != UInt8(DT_REG) && excludes.matches(path) { return nil }
+            return Child(name: name, path: path, kind: .unstatable(code))
+        }
+        let mode = status.st_mode & S_IFMT
+        if mode == S_IFDIR { return Child(name: name, path: path, kind: .folder) }
+        if type != UInt8(DT_REG) && excludes.matches(path) { return nil }
+        switch mode {
+        case S_IFREG:
+            return Child(
+                name: name, path: path,
+                kind: .file(
+                    size: Int64(status.st_size), mtimeNanoseconds: mtimeNanoseconds(status), inode: UInt64(status.st_ino),
+                    device: UInt64(status.st_dev)))
+        case S_IFLNK:
+            return Child(name: name, path: path, kind: .symlink)
+        case S_IFIFO:
+            return Child(name: name, path: path, kind: .special(Self.describe(type: UInt8(DT_FIFO))))
+        case S_IFSOCK:
+            return Child(name: name, path: path, kind: .special(Self.describe(type: UInt8(DT_SOCK))))
+        case S_IFCHR:
+            return Child(name: name, path: path, kind: .special(Self.describe(type: UInt8(DT_CHR))))
+        default:
+            return Child(name: name, path: path, kind: .special(Self.describe(type: UInt8(DT_BLK))))
+        }
+    }
+
+    private static func describe(type: UInt8) -> String {
+        switch Int32(type) {
+        case Int32(DT_FIFO): "a FIFO (named pipe)"
+        case Int32(DT_SOCK): "a socket"
+        case Int32(DT_CHR): "a character device"
+        default: "a block device"
+        }
+    }
+}
+
+/// One name found in a folder, before it is sorted among its siblings.
+private struct Child {
+    enum Kind {
+        case file(size: Int64, mtimeNanoseconds: Int64, inode: UInt64, device: UInt64)
+        case folder
+        case symlink
+        case special(String)
+        /// Listed but its status cannot be read (a folder with read but no search permission).
+        case unstatable(Int32)
+    }
+
+    var name: String
+    var path: String
+    var kind: Kind
+    /// The first 8 bytes of the name (with a folder's "/"), big-endian and zero-padded: most
+    /// comparisons of the sort end here, without touching the strings.
+    var sortKey: UInt64
+
+    init(name: String, path: String, kind: Kind) {
+        self.name = name
+        self.path = path
+        self.kind = kind
+        var key: UInt64 = 0
+        var count = 0
+        for byte in name.utf8.prefix(8) {
+            key = key << 8 | UInt64(byte)
+            count += 1
+        }
+        if count < 8, case .folder = kind {
+            key = key << 8 | UInt64(UInt8(ascii: "/"))
+            count += 1
+        }
+        sortKey = count < 8 ? key << (8 * UInt64(8 - count)) : key
+    }
+
+    var isFolder: Bool {
+        if case .folder = kind { true } else { false }
+    }
+
+    /// Whether `self` comes before `other` in the order of their full paths' bytes, reading a
+    /// folder's name as "name/": the depth-first order of siblings sorted this way is the order
+    /// of every path below them.
+    func precedes(_ other: Child) -> Bool {
+        if sortKey != other.sortKey { return sortKey < other.sortKey }
+        return namePrecedes(name, isFolder, other.name, other.isFolder)
+    }
+}
+
+/// Whether the name `a` (read as "a/" when `aIsFolder`) sorts before `b` by UTF-8 bytes.
+private func namePrecedes(_ a: String, _ aIsFolder: Bool, _ b: String, _ bIsFolder: Bool) -> Bool {
+    func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        let common = min(a.count, b.count)
+        var index = 0
+        while index < common {
+            if a[index] != b[index] { return a[index] < b[index] }
+            index += 1
+        }
+        // A name that ended is followed by its "/" if it is a folder, else by nothing.
+        let nextA = a.count > common ? Int(a[common]) : (aIsFolder ? Int(UInt8(ascii: "/")) : -1)
+        let nextB = b.count > common ? Int(b[common]) : (bIsFolder ? Int(UInt8(ascii: "/")) : -1)
+        return nextA < nextB
+    }
+    // Native strings, small ones included, always have contiguous UTF-8; the copy is a fallback.
+    let fast = a.utf8.withContiguousStorageIfAvailable { a in
+        b.utf8.withContiguousStorageIfAvailable { b in compare(a, b) }
+    }
+    if let result = fast ?? nil { return result }
+    return Array(a.utf8).withUnsafeBufferPointer { a in Array(b.utf8).withUnsafeBufferPointer { b in compare(a, b) } }
+}
+
+// MARK: - Assembly, hashing and the result (one thread)
+
+/// The entries, hash jobs and notes of one scan, assembled from the folder slots in path order.
+struct ScanAssembly {
+    let cache: [String: Fingerprint]
+    let excludes: PatternList
+
+    var entries: [SyncEntry] = []
+    var jobs: [HashJob] = []
+    /// The entry index of each job.
+    var jobEntries: [Int] = []
+    var newFingerprints: [String: Fingerprint] = [:]
+    /// How many cache paths the walk came across (found, or kept below an unreadable folder).
+    /// When it is all of them, no file was deleted and the search for removed paths is skipped.
+    var cachePathsSeen = 0
+    /// Cache paths known to need forgetting: vanished, or changed while being read.
+    var forgotten: [String] = []
+    var notes: [ScanNote] = []
+    var symlinkPaths: [String] = []
+    var hashedFiles = 0
+    var hashedBytes: Int64 = 0
+    /// Whether an entry was added out of walk order, so the entries need a final sort.
+    var needsSort = false
+
+    init(cache: [String: Fingerprint], excludes: PatternList) {
+        self.cache = cache
+        self.excludes = excludes
+    }
+
+    /// Appends the listing of `slot` and everything below it; the errno when the folder itself
+    /// could not be listed.
+    mutating func add(_ slot: FolderSlot) -> Int32? {
+        // Taken out of the slot so its memory goes as soon as it is copied.
+        let listing = slot.listing.withLock { listing in
+            defer { listing = .listed([]) }
+            return listing
+        }
+        guard case .listed(let items) = listing else {
+            if case .failed(let code) = listing { return code }
+            return nil
+        }
+        for item in items {
+            switch item {
+            case .file(let entry, let job, let cached):
+                if cached { cachePathsSeen += 1 }
+                if let job {
+                    jobEntries.append(entries.count)
+                    jobs.append(job)
+                }
+                entries.append(entry)
+            case .folder(let child):
+                if let code = add(child) { addUnreadableFolder(child.path, code: code, opening: false) }
+            case .unopenableFolder(let path, let code):
+                addUnreadableFolder(path, code: code, opening: true)
+            case .unstatable(let path, let code):
+                addUnreadableFile(path, code: code, size: nil)
+            case .symlink(let path):
+                symlinkPaths.append(path)
+            case .special(let path, let what):
+                notes.append(ScanNote(kind: .specialFile, path: path, message: "skipped \(path): it is \(what), not a regular file"))
+            }
+        }
+        return nil
+    }
+
+    /// An `.absent` entry with the cache's size and hash (else `size`, and no hash) and a note.
+    private mutating func addUnreadableFile(_ path: String, code: Int32, size: Int64?) {
+        let cached = cache[path]
+        if cached != nil { cachePathsSeen += 1 }
+        entries.append(.absent(path, size: cached?.size ?? size ?? 0, hash: cached?.hash))
+        notes.append(Self.unreadableNote(path, code))
+    }
+
+    private static func unreadableNote(_ path: String, _ code: Int32) -> ScanNote {
+        ScanNote(
+            kind: .unreadableFile, path: path,
+            message: "cannot read \(path): \(TreeScanner.describe(code)); its remote copy is kept as it is "
+                + "(a permission problem never deletes a remote copy)")
+    }
+
+    /// The folder itself and every cached file below it become `.absent` entries.
+    private mutating func addUnreadableFolder(_ path: String, code: Int32, opening: Bool) {
+        needsSort = true
+        entries.append(.absent(path))
+        let prefix = path + "/"
+        for (cachedPath, print) in cache where cachedPath.hasPrefix(prefix) && !excludes.matches(cachedPath) {
+            cachePathsSeen += 1
+            entries.append(.absent(cachedPath, size: print.size, hash: print.hash))
+        }
+        notes.append(ScanNote(
+            kind: .unreadableFolder, path: path,
+            message: "cannot \(opening ? "open" : "list") the folder \(path): \(TreeScanner.describe(code)); "
+                + "the files below it are kept on the remote as they are (a permission problem never deletes a remote copy)"))
+    }
+
+    /// Hashes every queued file and fills in its entry.
+    mutating func hashChangedFiles(below rootFD: Int32, threads: Int, fileSystem: ScanFileSystem) {
+        let outcomes = ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD).hash(jobs)
+        newFingerprints.reserveCapacity(jobs.count)
+        var vanished: Set<Int> = []
+        for (jobIndex, outcome) in outcomes.enumerated() {
+            let job = jobs[jobIndex]
+            let entryIndex = jobEntries[jobIndex]
+            switch outcome {
+            case .hashed(let hash, let bytesRead, let fingerprint, let changed):
+                hashedFiles += 1
+                hashedBytes += bytesRead
+                entries[entryIndex].hash = hash
+                entries[entryIndex].size = bytesRead
+                let cached = cache.isEmpty ? nil : cache[job.path]
+                if let fingerprint {
+                    if cached != fingerprint { newFingerprints[job.path] = fingerprint }
+                } else if cached != nil {
+                    forgotten.append(job.path)
+                }
+                if changed {
+                    notes.append(ScanNote(
+                        kind: .changedWhileReading, path: job.path,
+                        message: "\(job.path) changed while it was being read (it is being written?); "
+                            + "backed up as read (\(bytesRead) bytes, \(job.size) when listed), and read again next time"))
+                }
+            case .unreadable(let code):
+                let cached = cache[job.path]
+                entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, hash: cached?.hash)
+                notes.append(Self.unreadableNote(job.path, code))
+            case .replaced:
+                let cached = cache[job.path]
+                entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, hash: cached?.hash)
+                notes.append(ScanNote(
+                    kind: .changedWhileReading, path: job.path,
+                    message: "\(job.path) was replaced by another file while the tree was scanned; "
+                        + "its remote copy is kept as it is, and it is read next time"))
+            case .vanished(let why):
+                vanished.insert(entryIndex)
+                if cache[job.path] != nil { forgotten.append(job.path) }
+                notes.append(ScanNote(kind: .vanished, path: job.path, message: "left out \(job.path): \(why)"))
+            }
+        }
+        if !vanished.isEmpty {
+            entries = entries.enumerated().filter { !vanished.contains($0.offset) }.map(\.element)
+        }
+    }
+
+    func result() -> ScanResult {
+        var entries = entries
+        if needsSort {
+            entries.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        }
+        var removed = Set(forgotten)
+        if cachePathsSeen < cache.count {
+            // Some cache paths were not met at all: deleted, excluded, or size-compared now.
+            // Every entry but a size-compared one keeps its fingerprint (unreadable ones too).
+            var keep = Set<String>()
+            keep.reserveCapacity(entries.count)
+            for entry in entries {
+                if case .file = entry.source, entry.hash == nil { continue }
+                keep.insert(entry.path)
+            }
+            for path in cache.keys where !keep.contains(path) { removed.insert(path) }
+        }
+        // The cache itself stands for every unchanged file, so a no-op scan copies nothing.
+        var fingerprints = cache
+        for path in removed { fingerprints[path] = nil }
+        if fingerprints.isEmpty {
+            fingerprints = newFingerprints
+        } else {
+            fingerprints.merge(newFingerprints) { _, new in new }
+        }
+        var files = 0
+        var bytes: Int64 = 0
+        for entry in entries {
+            if case .file = entry.source {
+                files += 1
+                bytes += entry.size
+            }
+        }
+        return ScanResult(
+            entries: entries, fingerprints: fingerprints, newFingerprints: newFingerprints,
+            removedFingerprints: removed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, notes: notes,
+            symlinkPaths: symlinkPaths, files: files, bytes: bytes, hashedFiles: hashedFiles, hashedBytes: hashedBytes)
+    }
+}

@@ -1,0 +1,599 @@
+// The tree scanner on real folders: files with their hashes, order, excludes and pruning,
+// .backupignore, size-compared files, links, FIFOs, unreadable files and folders, the
+// fingerprint cache, non-UTF-8 names, emptiness, a missing root and the reserved names.
+// Failures that root cannot produce for real (it reads mode-000 files) go through the
+// scanner's file-system seam; as any other user the real chmod does it.
+
+@testable import BackupTree
+import BackupEngine
+import BackupTestSupport
+import Foundation
+import Synchronization
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class TreeScannerTests: XCTestCase {
+    private var dir: TempDir!
+    private var root: String { dir.path("src") }
+
+    override func setUp() async throws {
+        dir = try TempDir("backup-scan")
+        try dir.makeFolder("src")
+    }
+
+    override func tearDown() {
+        // Mode-000 folders left by a test would stop the cleanup as a user other than root.
+        chmod(dir.path("src/build/locked"), 0o755)
+        chmod(dir.path("src/cache/locked"), 0o755)
+        chmod(dir.path("src/locked"), 0o755)
+        dir.cleanup()
+    }
+
+    // MARK: Helpers
+
+    @discardableResult
+    private func put(_ path: String, _ text: String) throws -> Data {
+        let data = Data(text.utf8)
+        try dir.write("src/" + path, data)
+        return data
+    }
+
+    private func scan(_ options: ScanOptions = ScanOptions(), cache: [String: Fingerprint] = [:]) throws -> ScanResult {
+        try TreeScanner(root: root, options: options).scan(cache: cache)
+    }
+
+    private func scan(
+        _ options: ScanOptions = ScanOptions(), cache: [String: Fingerprint] = [:], fileSystem: ScanFileSystem
+    ) throws -> ScanResult {
+        try TreeScanner(root: root, options: options, fileSystem: fileSystem).scan(cache: cache)
+    }
+
+    private func paths(_ result: ScanResult) -> [String] { result.entries.map(\.path) }
+
+    private static var isRoot: Bool { geteuid() == 0 }
+
+    /// The real system calls, except that opening any of `folders` or `files` (relative paths)
+    /// fails with EACCES, and every folder opened is recorded.
+    private func denying(folders: Set<String> = [], files: Set<String> = [], log: OpenLog) -> ScanFileSystem {
+        let system = ScanFileSystem.system
+        return ScanFileSystem(
+            openFolder: { parent, name, path in
+                log.folders.withLock { $0.append(path) }
+                return folders.contains(path) ? -EACCES : system.openFolder(parent, name, path)
+            },
+            openFile: { rootFD, name, path in
+                log.files.withLock { $0.append(path) }
+                return files.contains(path) ? -EACCES : system.openFile(rootFD, name, path)
+            })
+    }
+
+    private func setMtime(_ path: String, seconds: Int, nanoseconds: Int = 0) {
+        var times = [timespec(tv_sec: seconds, tv_nsec: nanoseconds), timespec(tv_sec: seconds, tv_nsec: nanoseconds)]
+        XCTAssertEqual(utimensat(AT_FDCWD, path, &times, 0), 0)
+    }
+
+    // MARK: Files, hashes, order
+
+    func testRegularFilesAreListedWithSizesAndSHA256OfTheirContent() throws {
+        let a = try put("a.txt", "alpha")
+        let b = try put("docs/deep/b.md", "bravo bravo")
+        let empty = try put("empty", "")
+        // Larger than the 1 MiB read buffer, so the hash spans several reads.
+        let big = Data((0..<(3 << 19)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try dir.write("src/big.bin", big)
+
+        let result = try scan()
+        let expected: [(String, Data)] = [("a.txt", a), ("big.bin", big), ("docs/deep/b.md", b), ("empty", empty)]
+        XCTAssertEqual(
+            result.entries,
+            expected.map { SyncEntry(path: $0.0, size: Int64($0.1.count), hash: SHA256Hasher.hex($0.1), source: .file(root + "/" + $0.0)) })
+        XCTAssertEqual(result.files, 4)
+        XCTAssertEqual(result.bytes, Int64(a.count + b.count + empty.count + big.count))
+        XCTAssertEqual(result.hashedFiles, 4)
+        XCTAssertEqual(result.hashedBytes, result.bytes)
+        XCTAssertEqual(Set(result.fingerprints.keys), Set(expected.map(\.0)))
+        XCTAssertEqual(result.newFingerprints, result.fingerprints)
+        XCTAssertEqual(result.fingerprints["a.txt"]?.hash, SHA256Hasher.hex(a))
+        XCTAssertEqual(result.fingerprints["a.txt"]?.size, Int64(a.count))
+        XCTAssertTrue(result.notes.isEmpty, "\(result.notes)")
+        XCTAssertFalse(result.isEmpty)
+    }
+
+    func testEntriesAreSortedByTheUTF8BytesOfTheirPaths() throws {
+        // "a.txt" < "a/b" < "a-b"? No: "-" (2D) < "." (2E) < "/" (2F), which a walk that sorts
+        // folder names without their "/" gets wrong.
+        for name in ["a/b", "a/c/d", "a.txt", "a-b", "a0", "B", "b", "é.txt", "e", "z/y/x", "a b", "ab/c", "a/b.c/d", "a/b-c"] {
+            try put(name, name)
+        }
+        let result = try scan()
+        let expected = paths(result).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        XCTAssertEqual(paths(result), expected)
+        XCTAssertEqual(paths(result).count, 14)
+        XCTAssertEqual(try scan().entries, result.entries, "a second scan lists the same entries in the same order")
+        XCTAssertEqual(try scan(ScanOptions(threads: 1)).entries, result.entries, "one hashing thread gives the same result")
+    }
+
+    func testSeveralThreadsListAndHashExactlyWhatOneThreadDoes() throws {
+        // More folders than the walk queues at once (64), so some are listed inline too.
+        for index in 0..<300 {
+            try put("d\(index % 150)/s\(index % 4)/f\(index)", String(repeating: "x", count: index * 37))
+        }
+        try put("d7/s3/locked/inner", "i")
+        let log = OpenLog()
+        let one = try scan(ScanOptions(threads: 1), fileSystem: denying(folders: ["d7/s3/locked"], log: log))
+        let four = try scan(ScanOptions(threads: 4), fileSystem: denying(folders: ["d7/s3/locked"], log: log))
+        XCTAssertEqual(one.entries, four.entries)
+        XCTAssertEqual(one.notes, four.notes)
+        XCTAssertEqual(four.notes.map(\.path), ["d7/s3/locked"])
+        XCTAssertEqual(four.hashedFiles, 300)
+        XCTAssertEqual(four.entries.count, 301)
+        XCTAssertEqual(paths(four), paths(four).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        for entry in four.entries where entry.source != .absent {
+            let data = try Data(contentsOf: URL(fileURLWithPath: root + "/" + entry.path))
+            XCTAssertEqual(entry.hash, SHA256Hasher.hex(data), entry.path)
+        }
+    }
+
+    func testATrailingSlashOnTheRootGivesPlainAbsolutePaths() throws {
+        try put("x", "x")
+        let result = try TreeScanner(root: root + "/").scan(cache: [:])
+        XCTAssertEqual(result.entries.first?.source, .file(root + "/x"))
+    }
+
+    // MARK: Excludes
+
+    func testExcludesFromOptionsLeaveFilesOutAndPruneExcludedFolders() throws {
+        try put("keep.txt", "k")
+        try put("debug.log", "l")
+        try put("sub/trace.log", "l")
+        try put("build/out.o", "o")
+        try put("build/locked/secret", "s")
+        chmod(dir.path("src/build/locked"), 0)
+        let log = OpenLog()
+        let result = try scan(
+            ScanOptions(excludes: try PatternList(["*.log", "build/"])),
+            fileSystem: denying(folders: ["build", "build/locked"], log: log))
+
+        XCTAssertEqual(paths(result), ["keep.txt"])
+        // Opening build or build/locked would have failed and left a note: they were never opened.
+        XCTAssertEqual(result.notes, [])
+        XCTAssertEqual(log.folders.withLock { $0 }, ["sub"])
+        XCTAssertEqual(log.files.withLock { $0 }, ["keep.txt"], "excluded files are never read")
+    }
+
+    func testBackupIgnoreAtTheRootExcludesAndPrunes() throws {
+        // The negation comes before cache/: placed after it, it could re-include a cache/keep.tmp,
+        // and cache would have to be walked.
+        try put(".backupignore", "*.tmp\n!keep.tmp\n# caches\ncache/\n")
+        try put("notes.txt", "n")
+        try put("scratch.tmp", "t")
+        try put("keep.tmp", "k")
+        try put("cache/blob", "b")
+        try put("cache/locked/x", "x")
+        try put("deep/cache/y", "y")
+        chmod(dir.path("src/cache/locked"), 0)
+        let log = OpenLog()
+        let result = try scan(fileSystem: denying(folders: ["cache", "cache/locked", "deep/cache"], log: log))
+
+        XCTAssertEqual(paths(result), [".backupignore", "keep.tmp", "notes.txt"])
+        XCTAssertEqual(result.notes, [], "no excluded folder was opened")
+        XCTAssertEqual(log.folders.withLock { $0 }, ["deep"])
+
+        // Without the ignore file the same tree is listed whole (and the denied folders noted).
+        let plain = try scan(ScanOptions(ignoreFileName: nil))
+        XCTAssertEqual(plain.entries.count, 7)
+    }
+
+    func testNegationReincludesAFileInsideAnExcludedFolder() throws {
+        try put("build/keep.txt", "k")
+        try put("build/out.o", "o")
+        try put("build/sub/x.o", "x")
+        try put("other.o", "o")
+        let log = OpenLog()
+        let result = try scan(
+            ScanOptions(excludes: try PatternList(["build/", "*.o", "!build/keep.txt"])), fileSystem: denying(log: log))
+        XCTAssertEqual(paths(result), ["build/keep.txt"])
+        // build may hold the re-included file, so it is walked; build/sub is pruned again.
+        XCTAssertEqual(log.folders.withLock { $0 }, ["build"])
+
+        // The profile's excludes come first, so a .backupignore negation overrides them.
+        try put(".backupignore", "!other.o\n")
+        let overridden = try scan(ScanOptions(excludes: try PatternList(["build/", "*.o"])))
+        XCTAssertEqual(paths(overridden), [".backupignore", "other.o"])
+    }
+
+    func testAnInvalidBackupIgnoreIsAnErrorNamingTheFileAndLine() throws {
+        try put(".backupignore", "ok\n# fine\n[z-a]\n")
+        XCTAssertThrowsError(try scan()) { error in
+            guard let error = error as? ScanError else { return XCTFail("\(error)") }
+            XCTAssertEqual(error.kind, .ignoreFileInvalid)
+            XCTAssertEqual(error.line, 3)
+            XCTAssertEqual(error.path, root + "/.backupignore")
+            XCTAssertTrue(error.message.contains(root + "/.backupignore line 3"), error.message)
+            XCTAssertTrue(error.message.contains("[z-a]"), error.message)
+        }
+    }
+
+    func testAnIgnoreFileThatIsALinkIsRefusedNotFollowed() throws {
+        try dir.write("outside-ignore", Data("*\n".utf8))
+        XCTAssertEqual(symlink(dir.path("outside-ignore"), dir.path("src/.backupignore")), 0)
+        XCTAssertThrowsError(try scan()) { error in
+            XCTAssertEqual((error as? ScanError)?.kind, .ignoreFileUnreadable)
+        }
+    }
+
+    func testFolderExclusionPrunesOnlyWhatTheListExcludesWhole() throws {
+        // (patterns, folder, prunable)
+        let cases: [([String], String, Bool)] = [
+            (["build/"], "build", true),
+            (["build/"], "a/build", true),
+            (["build/"], "build/x", true),
+            (["build"], "build", true),
+            (["/build"], "a/build", false),
+            (["*.log"], "logs", false),
+            (["*.log"], "x.log", true),
+            (["a/**"], "a", true),
+            (["a/**"], "b", false),
+            (["a/*/"], "a", false),
+            (["a/*/"], "a/b", true),
+            (["a/b"], "a", false),
+            (["**/node_modules/"], "x/y/node_modules", true),
+            (["a/**/tmp/"], "a/b/tmp", true),
+            (["a/**/tmp/"], "a/b", false),
+            (["?*"], "a", true),
+            (["a/?*"], "a", false),  // conservative: `?*` matches any name but is not recognised as `*`
+            (["build/", "!build/keep"], "build", false),
+            (["build/", "!*.txt"], "build", false),
+            (["build/", "!other/x"], "build", true),
+            (["build/", "!build/"], "build", false),
+            (["!build/", "build/"], "build", true),
+        ]
+        let samples = ["f", "x.txt", "keep", "sub/f", "sub/deeper/g.txt", "tmp/z"]
+        for (patterns, folder, prunable) in cases {
+            let list = try PatternList(patterns)
+            XCTAssertEqual(
+                FolderExclusion(list: list).excludesEverything(below: folder), prunable, "\(patterns) on \(folder)")
+            if prunable {
+                for sample in samples {
+                    XCTAssertTrue(list.matches(folder + "/" + sample), "pruned \(folder) but \(patterns) keeps \(sample)")
+                }
+            }
+        }
+    }
+
+    // MARK: Comparison
+
+    func testSizeComparedFilesHaveNoHashAndAreNeverRead() throws {
+        try put("disk.iso", "big image")
+        try put("a.txt", "a")
+        let log = OpenLog()
+        let result = try scan(
+            ScanOptions(sizeCompared: try PatternList(["*.iso"])), fileSystem: denying(files: ["disk.iso"], log: log))
+        XCTAssertEqual(
+            result.entries,
+            [
+                SyncEntry(path: "a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8)), source: .file(root + "/a.txt")),
+                SyncEntry(path: "disk.iso", size: 9, hash: nil, source: .file(root + "/disk.iso")),
+            ])
+        XCTAssertEqual(log.files.withLock { $0 }, ["a.txt"])
+        XCTAssertEqual(result.hashedFiles, 1)
+        XCTAssertNil(result.fingerprints["disk.iso"])
+        XCTAssertTrue(result.notes.isEmpty)
+    }
+
+    // MARK: Links and special files
+
+    func testSymbolicLinksAreSkippedCountedAndNeverFollowed() throws {
+        try put("real.txt", "real")
+        try put("folder/inner.txt", "inner")
+        try dir.write("outside/secret.txt", Data("secret".utf8))
+        XCTAssertEqual(symlink(root + "/real.txt", root + "/link-to-file"), 0)
+        XCTAssertEqual(symlink("folder", root + "/link-to-folder"), 0)
+        XCTAssertEqual(symlink(dir.path("outside"), root + "/folder/link-outside"), 0)
+        XCTAssertEqual(symlink("/nonexistent/target", root + "/dangling"), 0)
+
+        let result = try scan()
+        XCTAssertEqual(paths(result), ["folder/inner.txt", "real.txt"])
+        XCTAssertEqual(result.symlinksSkipped, 4)
+        XCTAssertEqual(result.symlinkPaths, ["dangling", "folder/link-outside", "link-to-file", "link-to-folder"])
+        XCTAssertTrue(result.notes.isEmpty)
+    }
+
+    func testAFolderOrFileSwappedForALinkAfterListingIsNotFollowed() throws {
+        try put("docs/a.txt", "a")
+        try put("data.txt", "data")
+        try dir.write("outside/secret.txt", Data("secret".utf8))
+        let outside = dir.path("outside")
+        let system = ScanFileSystem.system
+        // The swap happens in the window between readdir and the open.
+        let swapping = ScanFileSystem(
+            openFolder: { parent, name, path in
+                if path == "docs" {
+                    renameat(parent, name, parent, "docs-moved")
+                    symlinkat(outside, parent, name)
+                }
+                return system.openFolder(parent, name, path)
+            },
+            openFile: { rootFD, name, path in
+                if path == "data.txt" {
+                    unlinkat(rootFD, name, 0)
+                    symlinkat(outside + "/secret.txt", rootFD, name)
+                }
+                return system.openFile(rootFD, name, path)
+            })
+        let result = try scan(fileSystem: swapping)
+        XCTAssertEqual(paths(result), [], "nothing of the outside folder is listed or read")
+        XCTAssertEqual(result.notes.map(\.kind), [.vanished])
+        XCTAssertEqual(result.notes.first?.path, "data.txt")
+    }
+
+    func testAFileWhoseFolderIsSwappedForALinkBeforeItIsReadIsNotRead() throws {
+        try put("docs/a.txt", "mine")
+        try dir.write("outside/a.txt", Data("secret".utf8))
+        let outside = dir.path("outside")
+        let system = ScanFileSystem.system
+        // Listed as docs/a.txt; by the time it is opened, docs leads outside the tree.
+        let swapping = ScanFileSystem(
+            openFolder: system.openFolder,
+            openFile: { rootFD, name, path in
+                if path == "docs/a.txt" {
+                    renameat(rootFD, "docs", rootFD, "docs-moved")
+                    symlinkat(outside, rootFD, "docs")
+                }
+                return system.openFile(rootFD, name, path)
+            })
+        let result = try scan(fileSystem: swapping)
+        XCTAssertEqual(result.entries, [.absent("docs/a.txt", size: 4, hash: nil)])
+        XCTAssertEqual(result.hashedFiles, 0)
+        XCTAssertEqual(result.notes.map(\.kind), [.changedWhileReading])
+    }
+
+    func testAFileReplacedByASaveBeforeItIsReadKeepsItsRemoteCopyThisRun() throws {
+        try put("doc.txt", "version 1")
+        let first = try scan()
+        setMtime(root + "/doc.txt", seconds: 4_000_000)
+        let system = ScanFileSystem.system
+        // An editor's save: a new file renamed over the old one, after the walk saw the old one.
+        let saving = ScanFileSystem(
+            openFolder: system.openFolder,
+            openFile: { rootFD, name, path in
+                let fd = openat(rootFD, "doc.txt.new", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                _ = "version 2".withCString { Glibc.write(fd, $0, 9) }
+                close(fd)
+                renameat(rootFD, "doc.txt.new", rootFD, name)
+                return system.openFile(rootFD, name, path)
+            })
+        let result = try scan(cache: first.fingerprints, fileSystem: saving)
+        let cached = try XCTUnwrap(first.fingerprints["doc.txt"])
+        XCTAssertEqual(result.entries, [.absent("doc.txt", size: cached.size, hash: cached.hash)])
+        XCTAssertEqual(result.notes.map(\.kind), [.changedWhileReading])
+        XCTAssertEqual(result.removedFingerprints, [])
+        // The next scan reads the new file.
+        let next = try scan(cache: result.fingerprints)
+        XCTAssertEqual(next.entries.first?.hash, SHA256Hasher.hex(Data("version 2".utf8)))
+    }
+
+    func testAFIFOIsSkippedWithANoteAndDoesNotBlock() throws {
+        try put("a.txt", "a")
+        XCTAssertEqual(mkfifo(root + "/pipe", 0o644), 0)
+        let result = try scan()
+        XCTAssertEqual(paths(result), ["a.txt"])
+        XCTAssertEqual(result.notes.map(\.kind), [.specialFile])
+        XCTAssertEqual(result.notes.first?.path, "pipe")
+        XCTAssertTrue(result.notes.first?.message.contains("FIFO") ?? false)
+        // An excluded FIFO is not even noted.
+        XCTAssertTrue(try scan(ScanOptions(excludes: try PatternList(["pipe"]))).notes.isEmpty)
+    }
+
+    // MARK: Unreadable files and folders
+
+    func testAnUnreadableFileBecomesAbsentWithItsCachedSizeAndHash() throws {
+        try put("ok.txt", "fine")
+        try put("private.txt", "original")
+        let first = try scan()
+        // Changed since the cache (so it must be read), then unreadable.
+        try put("private.txt", "rewritten, longer")
+        setMtime(root + "/private.txt", seconds: 2_000_000)
+        try put("new-private.txt", "never seen")
+        chmod(root + "/private.txt", 0)
+        chmod(root + "/new-private.txt", 0)
+        let log = OpenLog()
+        let fileSystem = Self.isRoot ? denying(files: ["private.txt", "new-private.txt"], log: log) : .system
+
+        let result = try scan(cache: first.fingerprints, fileSystem: fileSystem)
+        let cached = try XCTUnwrap(first.fingerprints["private.txt"])
+        XCTAssertEqual(
+            result.entries,
+            [
+                .absent("new-private.txt", size: 10, hash: nil),
+                SyncEntry(path: "ok.txt", size: 4, hash: SHA256Hasher.hex(Data("fine".utf8)), source: .file(root + "/ok.txt")),
+                .absent("private.txt", size: cached.size, hash: cached.hash),
+            ])
+        XCTAssertEqual(result.notes.map(\.kind), [.unreadableFile, .unreadableFile])
+        XCTAssertEqual(Set(result.notes.map(\.path)), ["private.txt", "new-private.txt"])
+        XCTAssertTrue(result.notes.allSatisfy { $0.message.contains("never deletes a remote copy") })
+        XCTAssertEqual(result.removedFingerprints, [], "the unreadable file's fingerprint is kept")
+        XCTAssertNil(result.newFingerprints["private.txt"])
+        XCTAssertFalse(result.isEmpty)
+    }
+
+    func testAnUnreadableFolderKeepsItsCachedFilesAbsent() throws {
+        try put("locked/a.txt", "a")
+        try put("locked/sub/b.txt", "bb")
+        try put("locked.txt", "sibling")
+        try put("z.txt", "z")
+        let first = try scan()
+        chmod(root + "/locked", 0)
+        let log = OpenLog()
+        let fileSystem = Self.isRoot ? denying(folders: ["locked"], log: log) : .system
+
+        let result = try scan(cache: first.fingerprints, fileSystem: fileSystem)
+        XCTAssertEqual(paths(result), ["locked", "locked.txt", "locked/a.txt", "locked/sub/b.txt", "z.txt"])
+        XCTAssertEqual(result.entries[0], .absent("locked"))
+        XCTAssertEqual(result.entries[2], .absent("locked/a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8))))
+        XCTAssertEqual(result.entries[3], .absent("locked/sub/b.txt", size: 2, hash: SHA256Hasher.hex(Data("bb".utf8))))
+        XCTAssertEqual(result.notes.map(\.kind), [.unreadableFolder])
+        XCTAssertEqual(result.notes.first?.path, "locked")
+        XCTAssertEqual(result.unreadableFolders, ["locked"])
+        XCTAssertEqual(result.removedFingerprints, [])
+        XCTAssertEqual(result.files, 2)
+    }
+
+    func testAFileDeletedBetweenWalkAndReadIsDroppedWithANote() throws {
+        try put("stays.txt", "s")
+        try put("goes.txt", "g")
+        let first = try scan()
+        setMtime(root + "/goes.txt", seconds: 3_000_000)
+        let system = ScanFileSystem.system
+        let vanishing = ScanFileSystem(
+            openFolder: system.openFolder,
+            openFile: { rootFD, name, path in
+                if path == "goes.txt" { unlinkat(rootFD, name, 0) }
+                return system.openFile(rootFD, name, path)
+            })
+        let result = try scan(cache: first.fingerprints, fileSystem: vanishing)
+        XCTAssertEqual(paths(result), ["stays.txt"])
+        XCTAssertEqual(result.notes.map(\.kind), [.vanished])
+        XCTAssertEqual(result.removedFingerprints, ["goes.txt"])
+    }
+
+    func testAFileThatGrowsBeforeItIsReadIsHashedAsReadAndNoted() throws {
+        try put("log.txt", "first line\n")
+        let system = ScanFileSystem.system
+        let growing = ScanFileSystem(
+            openFolder: system.openFolder,
+            openFile: { rootFD, name, path in
+                let fd = openat(rootFD, name, O_WRONLY | O_APPEND)
+                _ = "second line\n".withCString { Glibc.write(fd, $0, 12) }
+                close(fd)
+                return system.openFile(rootFD, name, path)
+            })
+        let result = try scan(fileSystem: growing)
+        let content = Data("first line\nsecond line\n".utf8)
+        XCTAssertEqual(result.entries.first?.size, Int64(content.count))
+        XCTAssertEqual(result.entries.first?.hash, SHA256Hasher.hex(content))
+        XCTAssertEqual(result.notes.map(\.kind), [.changedWhileReading])
+    }
+
+    // MARK: The fingerprint cache
+
+    func testASecondScanWithTheFingerprintsAsCacheReadsNothing() throws {
+        try put("a.txt", "alpha")
+        try put("d/b.txt", "bravo")
+        try put("d/c.txt", "charlie")
+        let first = try scan()
+        XCTAssertEqual(first.hashedFiles, 3)
+
+        let second = try scan(cache: first.fingerprints)
+        XCTAssertEqual(second.hashedFiles, 0)
+        XCTAssertEqual(second.hashedBytes, 0)
+        XCTAssertEqual(second.entries, first.entries)
+        XCTAssertEqual(second.fingerprints, first.fingerprints)
+        XCTAssertEqual(second.newFingerprints, [:])
+        XCTAssertEqual(second.removedFingerprints, [])
+
+        // A deliberately wrong cached hash with an unchanged stat is taken as is: proof that
+        // the file is not read again.
+        var cache = first.fingerprints
+        let wrong = String(repeating: "0", count: 64)
+        cache["d/b.txt"]?.hash = wrong
+        let third = try scan(cache: cache)
+        XCTAssertEqual(third.entries.first { $0.path == "d/b.txt" }?.hash, wrong)
+        XCTAssertEqual(third.hashedFiles, 0)
+    }
+
+    func testTouchingAFilesMtimeRehashesThatFileAlone() throws {
+        for name in ["a", "b", "c", "d/e"] { try put(name, "content of \(name)") }
+        let first = try scan()
+        setMtime(root + "/b", seconds: 1_234_567, nanoseconds: 89)
+        let second = try scan(cache: first.fingerprints)
+        XCTAssertEqual(second.hashedFiles, 1)
+        XCTAssertEqual(Array(second.newFingerprints.keys), ["b"])
+        XCTAssertEqual(second.newFingerprints["b"]?.mtimeNanoseconds, 1_234_567_000_000_089)
+        XCTAssertEqual(second.newFingerprints["b"]?.hash, SHA256Hasher.hex(Data("content of b".utf8)))
+        XCTAssertEqual(second.entries, first.entries)
+    }
+
+    func testFingerprintsOfFilesNoLongerHashedAreRemoved() throws {
+        for name in ["gone.txt", "kept.txt", "now-excluded.log", "now-sized.iso"] { try put(name, name) }
+        let first = try scan()
+        XCTAssertEqual(unlink(root + "/gone.txt"), 0)
+        let cache = first.fingerprints.merging(["never-existed": Fingerprint(size: 1, mtimeNanoseconds: 1, inode: 1, hash: "x")]) { a, _ in a }
+        let second = try scan(
+            ScanOptions(excludes: try PatternList(["*.log"]), sizeCompared: try PatternList(["*.iso"])), cache: cache)
+        XCTAssertEqual(second.removedFingerprints, ["gone.txt", "never-existed", "now-excluded.log", "now-sized.iso"])
+        XCTAssertEqual(Array(second.fingerprints.keys), ["kept.txt"])
+    }
+
+    // MARK: Names
+
+    func testANonUTF8NameIsListedEscapedAndItsSourceOpensTheRealFile() throws {
+        let nameBytes: [UInt8] = [0x66, 0xE9, 0x2E, 0x62]
+        let content = Data("latin-1 name".utf8)
+        let rawPath = (Array((root + "/").utf8) + nameBytes + [0]).map { CChar(bitPattern: $0) }
+        let fd = open(rawPath, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        content.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+
+        let result = try scan()
+        let expectedPath = FileName.string(fromBytes: nameBytes)
+        XCTAssertTrue(FileName.isEscaped(expectedPath))
+        XCTAssertEqual(paths(result), [expectedPath])
+        XCTAssertEqual(result.entries.first?.hash, SHA256Hasher.hex(content))
+        guard case .file(let source) = result.entries.first?.source else { return XCTFail("no file source") }
+        XCTAssertEqual(source, root + "/" + expectedPath)
+        XCTAssertEqual(try SHA256Hasher.hexOfFile(atPath: source), SHA256Hasher.hex(content))
+        XCTAssertEqual(FileName.bytes(of: source), Array((root + "/").utf8) + nameBytes)
+    }
+
+    func testTheToolsReservedNamesAreSkipped() throws {
+        for name in [".backup-marker", ".backup-volume-id", ".backup-staging/docs/x", ".backup-tmp.1f2e", "sub/.backup-tmp.9"] {
+            try put(name, "tool")
+        }
+        // Deeper down, the marker and volume id names are the person's own files.
+        try put("sub/.backup-marker", "mine")
+        try put("sub/.backup-staging/y", "mine")
+        try put("real", "r")
+        let result = try scan()
+        XCTAssertEqual(paths(result), ["real", "sub/.backup-marker", "sub/.backup-staging/y"])
+        XCTAssertEqual(try scan(ScanOptions(reservedNames: .none)).entries.count, 8)
+    }
+
+    // MARK: Emptiness and the root
+
+    func testAnEmptyTreeAndATreeOfExcludedFilesAreEmpty() throws {
+        let empty = try scan()
+        XCTAssertTrue(empty.isEmpty)
+        XCTAssertEqual(empty.entries, [])
+
+        try put("a.log", "x")
+        try put("logs/b.log", "y")
+        try dir.makeFolder("src/empty-folder")
+        XCTAssertTrue(try scan(ScanOptions(excludes: try PatternList(["*.log"]))).isEmpty)
+        XCTAssertFalse(try scan().isEmpty)
+        XCTAssertTrue(try scan().snapshot(marker: Data()).isEmpty == false)
+    }
+
+    func testAMissingRootOrAFileAsRootIsAClearError() throws {
+        let missing = dir.path("not-mounted")
+        XCTAssertThrowsError(try TreeScanner(root: missing).scan(cache: [:])) { error in
+            XCTAssertEqual((error as? ScanError)?.kind, .sourceMissing)
+            XCTAssertEqual("\(error)", "the source folder \(missing) does not exist or is not mounted")
+        }
+        try dir.write("a-file", Data("x".utf8))
+        XCTAssertThrowsError(try TreeScanner(root: dir.path("a-file")).scan(cache: [:])) { error in
+            XCTAssertEqual((error as? ScanError)?.kind, .sourceMissing)
+            XCTAssertTrue("\(error)".contains(dir.path("a-file")))
+        }
+    }
+}
+
+/// What a test's file-system seam saw opened, from any hashing thread.
+private final class OpenLog: Sendable {
+    let folders = Mutex<[String]>([])
+    let files = Mutex<[String]>([])
+}
