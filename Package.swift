@@ -10,7 +10,8 @@ let package = Package(
     ],
     targets: [
         // MARK: C system libraries (a modulemap and one shim header each)
-        .systemLibrary(name: "CCurses", path: "Sources/CCurses", pkgConfig: "ncursesw"),
+        // No pkgConfig: its -D flags are refused by SwiftPM (a warning); the shim defines them.
+        .systemLibrary(name: "CCurses", path: "Sources/CCurses"),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib"),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
@@ -25,8 +26,20 @@ let package = Package(
         // MARK: The local side: scanning, the marker codec, patterns, restore placement
         .target(name: "BackupTree", dependencies: ["BackupEngine", "CCrypto", "CZlib"]),
 
+        // MARK: Profiles, config, locks and the jobs every front end runs
+        .target(name: "BackupApp", dependencies: ["BackupEngine", "BackupStorage", "BackupTree"]),
+
+        // MARK: All ncurses contact: the Terminal protocol, CursesTerminal, ScreenBuffer for tests
+        .target(name: "BackupTerminal", dependencies: ["CCurses"]),
+
+        // MARK: Screens and the one input/draw loop
+        .target(name: "BackupTUI", dependencies: ["BackupTerminal", "BackupApp", "BackupEngine", "BackupTree"]),
+
+        // MARK: The command tree as data, parsing, help, one file per command, exit codes
+        .target(name: "BackupCLI", dependencies: ["BackupApp", "BackupTUI", "BackupEngine", "BackupStorage", "BackupTree"]),
+
         // MARK: The executable: main.swift only
-        .executableTarget(name: "backup", dependencies: ["BackupEngine", "BackupStorage"]),
+        .executableTarget(name: "backup", dependencies: ["BackupCLI"]),
 
         // MARK: Tests
         .target(
@@ -41,6 +54,14 @@ let package = Package(
         ),
         .testTarget(name: "BackupEngineTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
         .testTarget(name: "BackupStorageTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
+        .testTarget(
+            name: "BackupAppTests",
+            dependencies: ["BackupApp", "BackupCLI", "BackupEngine", "BackupStorage", "BackupTree", "BackupTestSupport", "backup"]
+        ),
+        .testTarget(
+            name: "BackupTUITests",
+            dependencies: ["BackupTUI", "BackupTerminal", "BackupApp", "BackupEngine", "BackupTestSupport", "backup"]
+        ),
         .testTarget(
             name: "BackupTreeTests",
             dependencies: ["BackupEngine", "BackupTree", "BackupStorage", "BackupTestSupport", "BackupKillHelper"]

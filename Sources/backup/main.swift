@@ -1,1 +1,4 @@
-print("backup")
+import BackupCLI
+import Foundation
+
+exit(await BackupCLI.main(CommandLine.arguments))

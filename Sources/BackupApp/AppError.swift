@@ -1,0 +1,48 @@
+// The errors the jobs end with, each carrying the kind of failure that picks the exit code,
+// and a message that names the file, path, key or server involved and what to do.
+
+import BackupEngine
+
+/// How a job ended, as the exit code tells a script.
+public enum ExitStatus: Int32, Sendable, Equatable, CaseIterable {
+    /// Completed.
+    case success = 0
+    /// A failure: the remote or the local side failed.
+    case failure = 1
+    /// Bad usage or a bad config: nothing was touched.
+    case usage = 2
+    /// Unavailable: the gate, a guard, the hold, a changed source, a busy profile.
+    case unavailable = 3
+    /// A restore ended with files still pending.
+    case incomplete = 4
+    /// Interrupted by SIGINT or SIGTERM; state and record are saved.
+    case interrupted = 130
+}
+
+/// A failure of a job before or around the engine, with its exit status.
+public struct AppError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: ExitStatus
+    public let message: String
+
+    public init(_ status: ExitStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    static func usage(_ message: String) -> AppError { AppError(.usage, message) }
+
+    /// Any error as an AppError: its own status when it is one, else a failure with its text.
+    static func from(_ error: any Error) -> AppError {
+        switch error {
+        case let error as AppError: error
+        case let error as StateStoreError: AppError(.failure, error.message)
+        case let error as CloudError: AppError(.failure, error.message)
+        case let error as LocalFileError: AppError(.failure, error.message)
+        case is CancellationError: AppError(.interrupted, "interrupted; what was done is saved, and the next run continues")
+        default: AppError(.failure, String(describing: error))
+        }
+    }
+    static func failure(_ message: String) -> AppError { AppError(.failure, message) }
+}

@@ -1,0 +1,255 @@
+// The config file: INI sections, one per profile, like rclone's. Parsing keeps line numbers
+// so every error names the file, the line and the key; writing replaces one profile's
+// section and leaves the rest of the file as it was, with mode 0600.
+//
+//     [default]
+//     source = /home/alice/Documents
+//     remote = /mnt/backup/documents
+//     exclude = *.tmp
+//     group.papers = taxes/
+//     group.papers.required = yes
+
+import Foundation
+
+/// A group of files restored together (and a marker entry).
+public struct ProfileGroup: Sendable, Equatable {
+    public var name: String
+    public var patterns: [String]
+    public var required: Bool
+
+    public init(name: String, patterns: [String], required: Bool) {
+        self.name = name
+        self.patterns = patterns
+        self.required = required
+    }
+}
+
+/// One profile: what to back up, where, and how.
+public struct Profile: Sendable, Equatable {
+    public var name: String
+    /// The folder backed up.
+    public var source: String
+    /// The remote URL: a folder path or file:// URL, webdav(s)://, s3://.
+    public var remote: String
+    /// Paths never backed up (gitignore-style).
+    public var excludes: [String] = []
+    /// Paths compared by size only, never hashed (large media, disk images).
+    public var sizeCompared: [String] = []
+    /// Paths kept on the remote after they are deleted locally.
+    public var keepRemotely: [String] = []
+    /// Groups, in restore order (required groups go first at restore time).
+    public var groups: [ProfileGroup] = []
+    /// Provider settings: user, password_command, ca_file, transfers, region, endpoint, path_style.
+    public var settings: [String: String] = [:]
+
+    public init(name: String, source: String, remote: String) {
+        self.name = name
+        self.source = source
+        self.remote = remote
+    }
+
+    /// The keys a profile may have (besides `group.NAME` and `group.NAME.required`).
+    public static let providerKeys = ["user", "password_command", "ca_file", "transfers", "region", "endpoint", "path_style"]
+    static let listKeys = ["exclude", "size_compared", "keep_remotely"]
+    static let singleKeys = ["source", "remote"] + providerKeys
+
+    /// The section's lines, in a stable order.
+    func lines() -> [String] {
+        var out = ["[\(name)]", "source = \(source)", "remote = \(remote)"]
+        out += excludes.map { "exclude = \($0)" }
+        out += sizeCompared.map { "size_compared = \($0)" }
+        out += keepRemotely.map { "keep_remotely = \($0)" }
+        for group in groups {
+            out += group.patterns.map { "group.\(group.name) = \($0)" }
+            if group.required { out.append("group.\(group.name).required = yes") }
+        }
+        for key in Profile.providerKeys { if let value = settings[key] { out.append("\(key) = \(value)") } }
+        return out
+    }
+}
+
+/// The config file, parsed.
+public struct Config: Sendable, Equatable {
+    /// The file it came from (or will be written to).
+    public var path: String
+    /// Profiles in file order.
+    public var profiles: [Profile]
+
+    public init(path: String, profiles: [Profile] = []) {
+        self.path = path
+        self.profiles = profiles
+    }
+
+    public func profile(_ name: String) -> Profile? { profiles.first { $0.name == name } }
+
+    /// Reads the config at `path`; a missing file is an empty config.
+    public static func load(_ path: String) throws(AppError) -> Config {
+        guard FileManager.default.fileExists(atPath: path) else { return Config(path: path) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .usage("cannot read the config file \(path): check its permissions")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw .usage("the config file \(path) is not UTF-8 text")
+        }
+        return try parse(text, path: path)
+    }
+
+    /// Parses config text; errors name `path`, the line and the key.
+    public static func parse(_ text: String, path: String) throws(AppError) -> Config {
+        var profiles: [Profile] = []
+        var current: Profile?
+        var seen = Set<String>()
+        var sectionLine = 0
+        func error(_ line: Int, _ message: String) -> AppError {
+            .usage("\(path):\(line): \(message)")
+        }
+        func finish() throws(AppError) {
+            guard var profile = current else { return }
+            if profile.source.isEmpty {
+                throw error(sectionLine, "profile [\(profile.name)] has no \"source\" key; add `source = /path/to/folder`")
+            }
+            if profile.remote.isEmpty {
+                throw error(sectionLine, "profile [\(profile.name)] has no \"remote\" key; add `remote = /path/or/url`")
+            }
+            profile.groups = profile.groups.filter { !$0.patterns.isEmpty || $0.required }
+            profiles.append(profile)
+            current = nil
+        }
+        for (offset, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let number = offset + 1
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            if line.hasPrefix("[") {
+                guard line.hasSuffix("]"), line.count > 2 else { throw error(number, "a section header must look like [profile-name]") }
+                try finish()
+                let name = String(line.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces)
+                guard Profile.isValidName(name) else {
+                    throw error(number, "\"\(name)\" is not a valid profile name: use letters, digits, \"-\", \"_\" and \".\"")
+                }
+                guard seen.insert(name).inserted else { throw error(number, "profile [\(name)] is defined twice") }
+                current = Profile(name: name, source: "", remote: "")
+                sectionLine = number
+                continue
+            }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw error(number, "expected `key = value`, found \"\(line)\"")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            guard var profile = current else {
+                throw error(number, "key \"\(key)\" comes before any [profile] section")
+            }
+            if value.isEmpty { throw error(number, "key \"\(key)\" in [\(profile.name)] has no value") }
+            switch key {
+            case "source":
+                guard profile.source.isEmpty else { throw error(number, "key \"source\" is set twice in [\(profile.name)]") }
+                profile.source = value
+            case "remote":
+                guard profile.remote.isEmpty else { throw error(number, "key \"remote\" is set twice in [\(profile.name)]") }
+                profile.remote = value
+            case "exclude": profile.excludes.append(value)
+            case "size_compared": profile.sizeCompared.append(value)
+            case "keep_remotely": profile.keepRemotely.append(value)
+            case _ where key.hasPrefix("group."):
+                let rest = String(key.dropFirst("group.".count))
+                if rest.hasSuffix(".required") {
+                    let name = String(rest.dropLast(".required".count))
+                    guard let flag = Config.bool(value) else {
+                        throw error(number, "key \"\(key)\" in [\(profile.name)] must be yes or no, found \"\(value)\"")
+                    }
+                    profile.setGroup(name) { $0.required = flag }
+                } else {
+                    guard Profile.isValidName(rest) else {
+                        throw error(number, "\"\(rest)\" in key \"\(key)\" is not a valid group name: use letters, digits, \"-\", \"_\" and \".\"")
+                    }
+                    profile.setGroup(rest) { $0.patterns.append(value) }
+                }
+            case _ where Profile.providerKeys.contains(key):
+                guard profile.settings[key] == nil else { throw error(number, "key \"\(key)\" is set twice in [\(profile.name)]") }
+                if key == "transfers", Int(value).map({ (1...64).contains($0) }) != true {
+                    throw error(number, "key \"transfers\" in [\(profile.name)] must be a number from 1 to 64, found \"\(value)\"")
+                }
+                profile.settings[key] = value
+            default:
+                let known = (Profile.singleKeys + Profile.listKeys + ["group.NAME", "group.NAME.required"]).joined(separator: ", ")
+                throw error(number, "unknown key \"\(key)\" in [\(profile.name)]; known keys: \(known)")
+            }
+            current = profile
+        }
+        try finish()
+        return Config(path: path, profiles: profiles)
+    }
+
+    static func bool(_ value: String) -> Bool? {
+        switch value.lowercased() {
+        case "yes", "true", "on", "1": true
+        case "no", "false", "off", "0": false
+        default: nil
+        }
+    }
+
+    /// Adds or replaces `profile` and writes the file (mode 0600, folder 0700), keeping the
+    /// other sections, comments included, as they were.
+    public mutating func save(_ profile: Profile) throws(AppError) {
+        var kept: [String] = []
+        if let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) {
+            var skipping = false
+            for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                let line = raw.trimmingCharacters(in: .whitespaces)
+                if line.hasPrefix("[") && line.hasSuffix("]") {
+                    skipping = String(line.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces) == profile.name
+                }
+                if !skipping { kept.append(String(raw)) }
+            }
+        }
+        while let last = kept.last, last.trimmingCharacters(in: .whitespaces).isEmpty { kept.removeLast() }
+        if kept.isEmpty { kept = ["# backup configuration: one [section] per profile; see backup(1)."] }
+        let text = (kept + [""] + profile.lines()).joined(separator: "\n") + "\n"
+        try writePrivately(text)
+        if let index = profiles.firstIndex(where: { $0.name == profile.name }) {
+            profiles[index] = profile
+        } else {
+            profiles.append(profile)
+        }
+    }
+
+    private func writePrivately(_ text: String) throws(AppError) {
+        let folder = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let temporary = folder + "/.config.tmp-" + String(UInt32.random(in: .min ... .max), radix: 16)
+            guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw AppError.usage("cannot write the config file \(path): check that \(folder) is writable")
+            }
+            chmod(temporary, 0o600)
+            if rename(temporary, path) != 0 {
+                let reason = String(cString: strerror(errno))
+                unlink(temporary)
+                throw AppError.usage("cannot write the config file \(path): \(reason)")
+            }
+        } catch let error as AppError {
+            throw error
+        } catch {
+            throw .usage("cannot write the config file \(path): \(error.localizedDescription)")
+        }
+    }
+}
+
+extension Profile {
+    /// Profile and group names: letters, digits, "-", "_", "." (they become folder names).
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && name.count <= 64
+            && name.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0) }
+    }
+
+    mutating func setGroup(_ name: String, _ change: (inout ProfileGroup) -> Void) {
+        if let index = groups.firstIndex(where: { $0.name == name }) {
+            change(&groups[index])
+        } else {
+            var group = ProfileGroup(name: name, patterns: [], required: false)
+            change(&group)
+            groups.append(group)
+        }
+    }
+}

@@ -1,0 +1,97 @@
+// What a running job tells its front end (the scripted reporters, the TUI): a stream of
+// events, and a summary at the end. Jobs never print.
+
+import BackupEngine
+import BackupTree
+import Foundation
+import Synchronization
+
+/// One thing a job reports while it runs.
+public enum JobEvent: Sendable, Equatable {
+    /// A new phase began: "scanning", "listing", "syncing", "restoring".
+    case phase(String)
+    /// The scan finished.
+    case scanned(files: Int, bytes: Int64, hashedFiles: Int)
+    /// Something worth telling about one path (skipped, unreadable, refused).
+    case note(path: String, message: String)
+    /// Sync progress: `done` of `total` steps, bytes sent so far, the file in flight.
+    case syncProgress(done: Int, total: Int, bytes: Int64, current: String?)
+    /// Restore progress, bytes received so far, the file in flight.
+    case restoreProgress(RestoreProgress, bytes: Int64, current: String?)
+    /// A group was not placed because it would overwrite local files that differ.
+    case conflict(group: String, paths: [String])
+}
+
+/// Receives a job's events; called from any thread, must not block.
+public typealias JobEvents = @Sendable (JobEvent) -> Void
+
+/// Wraps a provider to tell the job which file is moving and how many bytes have moved.
+struct ObservedStorage: RemoteStorage {
+    let base: any RemoteStorage
+    let onTransfer: @Sendable (_ path: String, _ finishedBytes: Int64?) -> Void
+
+    func identityKey() async throws -> String? { try await base.identityKey() }
+    func list() async throws -> [RemoteFile] { try await base.list() }
+
+    func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
+        onTransfer(path, nil)
+        let file = try await base.writeBytes(path, data)
+        onTransfer(path, file.size)
+        return file
+    }
+
+    func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+        onTransfer(path, nil)
+        let file = try await base.writeFile(path, from: localPath)
+        onTransfer(path, file.size)
+        return file
+    }
+
+    func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }
+
+    func downloadFile(_ path: String, to localPath: String) async throws {
+        onTransfer(path, nil)
+        try await base.downloadFile(path, to: localPath)
+        var info = stat()
+        let size = FileName.withCString(localPath) { stat($0, &info) } == 0 ? Int64(info.st_size) : 0
+        onTransfer(path, size)
+    }
+
+    func delete(_ path: String) async throws { try await base.delete(path) }
+    func prefetch(_ paths: [String]) async { await base.prefetch(paths) }
+    func flush() async throws { try await base.flush() }
+}
+
+/// Starts the remote's listing at once, so it runs while the source is scanned, and hands
+/// it to the engine's first `list()` (later calls list again). Used only once the gate has
+/// said the remote may be used, so rule 1 still holds: no remote call before the gate.
+final class PrefetchedListing: RemoteStorage {
+    let base: any RemoteStorage
+    private let first: Mutex<Task<[RemoteFile], any Error>?>
+
+    init(_ base: any RemoteStorage) {
+        self.base = base
+        first = Mutex(Task { try await base.list() })
+    }
+
+    deinit { first.withLock { $0?.cancel() } }
+
+    func list() async throws -> [RemoteFile] {
+        if let task = first.withLock({ task -> Task<[RemoteFile], any Error>? in
+            defer { task = nil }
+            return task
+        }) {
+            return try await task.value
+        }
+        return try await base.list()
+    }
+
+    func identityKey() async throws -> String? { try await base.identityKey() }
+    func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { try await base.writeBytes(path, data) }
+    func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { try await base.writeFile(path, from: localPath) }
+    func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }
+    func downloadFile(_ path: String, to localPath: String) async throws { try await base.downloadFile(path, to: localPath) }
+    func delete(_ path: String) async throws { try await base.delete(path) }
+    func prefetch(_ paths: [String]) async { await base.prefetch(paths) }
+    func flush() async throws { try await base.flush() }
+}

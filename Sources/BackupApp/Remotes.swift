@@ -1,0 +1,99 @@
+// Opening a profile's remote: the URL parsed into a provider, credentials resolved (from the
+// environment and the profile's password_command, never from argv), and the contract's
+// availability gate (rule 1) answered: missing credentials make the remote NoAccount.
+
+import BackupEngine
+import BackupStorage
+import Foundation
+
+/// A remote, opened: the provider and what the gate should say about it.
+public struct OpenedRemote: Sendable {
+    public var storage: any RemoteStorage
+    /// The remote's URL as the person wrote it (a password, if any, masked).
+    public var displayURL: String
+    /// `.noAccount` when credentials are missing.
+    public var availability: Availability
+    /// Why the remote is not available, when it is not.
+    public var unavailableBecause: String?
+}
+
+public enum Remotes {
+    /// Opens the remote `url` with a profile's provider settings.
+    public static func open(
+        _ url: String, settings: [String: String] = [:], environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(AppError) -> OpenedRemote {
+        let location: RemoteLocation
+        do {
+            location = try RemoteURL.parse(url)
+        } catch {
+            throw .usage((error as? RemoteSetupError)?.message ?? "the remote URL \(RemoteURL.redacted(url)) is not valid: \(error)")
+        }
+        if case .folder(let path) = location {
+            guard path.hasPrefix("/") else {
+                throw .usage("the remote folder \(url) must be an absolute path (or file:///path, webdav://, webdavs://, s3://)")
+            }
+            return OpenedRemote(storage: FolderStorage(root: path), displayURL: path, availability: .available)
+        }
+
+        var credentials = ProviderCredentials.fromEnvironment(environment)
+        if let user = settings["user"] { credentials.webdavUser = user }
+        if credentials.webdavPassword == nil, let command = settings["password_command"] {
+            credentials.webdavPassword = try PasswordCommand.run(command)
+            credentials.reloadWebDAVPassword = { try PasswordCommand.run(command) }
+        }
+        var options = ProviderOptions.fromEnvironment(environment)
+        if let caFile = settings["ca_file"] { options.caFile = caFile }
+        if let transfers = settings["transfers"].flatMap(Int.init) { options.transfers = transfers }
+        if let region = settings["region"] { options.s3Region = region }
+        if let endpoint = settings["endpoint"] { options.s3Endpoint = endpoint }
+        if let pathStyle = settings["path_style"] { options.s3PathStyle = ["yes", "true", "1", "on"].contains(pathStyle.lowercased()) }
+        let display = RemoteURL.redacted(url)
+        do {
+            return OpenedRemote(storage: try makeStorage(url, credentials: credentials, options: options), displayURL: display, availability: .available)
+        } catch let error as RemoteSetupError where error.kind == .missingCredential {
+            return OpenedRemote(storage: NoAccountStorage(reason: error.message), displayURL: display, availability: .noAccount, unavailableBecause: error.message)
+        } catch {
+            throw .usage((error as? RemoteSetupError)?.message ?? "cannot use the remote \(display): \(error)")
+        }
+    }
+}
+
+/// Stands in for a remote whose credentials are missing. The gate keeps the engines from
+/// calling it; if anything does, it fails rather than guess.
+struct NoAccountStorage: RemoteStorage {
+    let reason: String
+    private var error: CloudError { CloudError(.authRevoked, reason) }
+    func identityKey() async throws -> String? { throw error }
+    func list() async throws -> [RemoteFile] { throw error }
+    func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { throw error }
+    func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { throw error }
+    func readBytes(_ path: String) async throws -> Data { throw error }
+    func downloadFile(_ path: String, to localPath: String) async throws { throw error }
+    func delete(_ path: String) async throws { throw error }
+}
+
+/// The profile's `password_command`: run by /bin/sh, its first line of output is the password.
+/// The password goes nowhere else: not into argv, not into messages.
+enum PasswordCommand {
+    static func run(_ command: String) throws(AppError) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw .failure("cannot run the profile's password_command: \(error.localizedDescription)")
+        }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw .failure("the profile's password_command exited with status \(process.terminationStatus); run it yourself to see why")
+        }
+        let password = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        guard !password.isEmpty else { throw .failure("the profile's password_command printed nothing") }
+        return password
+    }
+}

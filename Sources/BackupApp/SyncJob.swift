@@ -1,0 +1,161 @@
+// The sync job: lock the profile, scan the source (fingerprint cache from the state), add
+// what is kept remotely, build the marker, and run (or preview) the engine.
+
+import BackupEngine
+import BackupStorage
+import BackupTree
+import Foundation
+import Synchronization
+
+/// What `backup sync` was asked to do.
+public struct SyncRequest: Sendable {
+    /// `--yes`: consent to the first write to this remote.
+    public var consent = false
+    /// `--allow-shrink`: lift the shrink guard for this run.
+    public var allowShrink = false
+    /// `--dry-run`: report what would happen, write nothing.
+    public var dryRun = false
+
+    public init(consent: Bool = false, allowShrink: Bool = false, dryRun: Bool = false) {
+        self.consent = consent
+        self.allowShrink = allowShrink
+        self.dryRun = dryRun
+    }
+}
+
+/// How a sync job ended.
+public struct SyncSummary: Sendable {
+    public enum Result: Sendable, Equatable {
+        case ran(SyncOutcome)
+        case previewed(SyncPreviewOutcome)
+    }
+
+    public var profile: String
+    public var result: Result
+    /// Regular files found in the source.
+    public var files: Int
+    public var bytes: Int64
+    /// Files read and hashed this run (the rest came from the fingerprint cache).
+    public var hashedFiles: Int
+    /// Files kept on the remote though absent or unreadable here.
+    public var absent: Int
+    public var notes: [ScanNote]
+    public var symlinksSkipped: Int
+
+    /// The exit status this outcome stands for.
+    public var status: ExitStatus {
+        switch result {
+        case .ran(.completed), .previewed(.wouldRun): .success
+        case .ran(.unavailable), .previewed(.unavailable): .unavailable
+        case .ran(.failed), .previewed(.failed): .failure
+        }
+    }
+}
+
+extension BackupApp {
+    /// The consent meta key: the remote the person agreed to write to.
+    static let consentKey = "consent"
+
+    /// Runs (or previews) one sync of `profile`.
+    public func sync(_ profile: Profile, _ request: SyncRequest, events: @escaping JobEvents = { _ in }) async throws(AppError) -> SyncSummary {
+        let lock = request.dryRun ? nil : try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name)
+        defer { lock?.release() }
+        let remote = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)
+        let state = try openState(profile)
+        let patterns = try Self.compilePatterns(profile)
+
+        let consentGiven = request.consent
+        let remoteURL = remote.displayURL
+        let availability = remote.availability
+        let gate: @Sendable () async -> Availability = {
+            if availability != .available { return availability }
+            if (try? state.meta(BackupApp.consentKey)) == remoteURL { return .available }
+            return consentGiven ? .available : .needsConsent
+        }
+
+        do {
+            // The listing runs while the source is scanned, once the gate allows touching the
+            // remote at all (rule 1) and no hold would stop the run before it lists.
+            var base = remote.storage
+            if await gate() == .available, try state.hold() == .none {
+                base = PrefetchedListing(base)
+            }
+            events(.phase("scanning"))
+            let scanner = TreeScanner(
+                root: profile.source, options: ScanOptions(excludes: patterns.excludes, sizeCompared: patterns.sizeCompared))
+            let scan = try scanner.scan(cache: try state.fingerprints())
+            events(.scanned(files: scan.files, bytes: scan.bytes, hashedFiles: scan.hashedFiles))
+            for note in scan.notes { events(.note(path: note.path, message: note.message)) }
+            if !request.dryRun {
+                try state.updateFingerprints(scan.newFingerprints, removing: scan.removedFingerprints)
+            }
+
+            // Keep-remotely: a file the state knows, gone here, matching a pattern, stays.
+            var entries = scan.entries
+            var absent = entries.count { if case .absent = $0.source { true } else { false } }
+            // The state's entries are only needed for keep-remotely and for the hashes of
+            // absent files in the marker; a plain run does not load them twice.
+            let known = (!patterns.keepRemotely.isEmpty || absent > 0) ? try state.entries() : [:]
+            if !patterns.keepRemotely.isEmpty {
+                let present = Set(entries.map(\.path))
+                for path in known.keys.sorted() where !present.contains(path) && patterns.keepRemotely.matches(path) {
+                    entries.append(.absent(path, size: known[path]?.size ?? 0, hash: known[path]?.hash))
+                    absent += 1
+                }
+            }
+
+            let markerEntries = entries
+            let snapshot = SyncSnapshot(
+                entries: entries, makeMarker: { try BackupApp.marker(profile, entries: markerEntries, known: known) },
+                isEmpty: scan.isEmpty, allowShrink: request.allowShrink)
+
+            let bytes = Mutex<(sent: Int64, current: String?)>((0, nil))
+            let storage = ObservedStorage(base: base) { path, finished in
+                bytes.withLock { value in
+                    if let finished { value.sent += finished; value.current = nil } else { value.current = path }
+                }
+            }
+            let engine = SyncEngine(storage: storage, state: state, availability: gate)
+
+            var summary = SyncSummary(
+                profile: profile.name, result: .previewed(.unavailable(.noAccount)), files: scan.files, bytes: scan.bytes,
+                hashedFiles: scan.hashedFiles, absent: absent, notes: scan.notes, symlinksSkipped: scan.symlinksSkipped)
+            if request.dryRun {
+                events(.phase("listing"))
+                summary.result = .previewed(try await engine.preview(snapshot))
+                return summary
+            }
+            if consentGiven && availability == .available { try state.setMeta(BackupApp.consentKey, remoteURL) }
+            events(.phase("syncing"))
+            let outcome = try await engine.sync(snapshot) { done, total in
+                let (sent, current) = bytes.withLock { ($0.sent, $0.current) }
+                events(.syncProgress(done: done, total: total, bytes: sent, current: current))
+            }
+            summary.result = .ran(outcome)
+            return summary
+        } catch let error as ScanError {
+            throw AppError(error.kind == .ignoreFileInvalid ? .usage : .failure, error.message)
+        } catch {
+            throw AppError.from(error)
+        }
+    }
+
+    /// The marker for a run: the profile's groups, and the SHA-256 of every hash-compared
+    /// file (for absent ones, the hash the state last uploaded).
+    @Sendable static func marker(_ profile: Profile, entries: [SyncEntry], known: [String: StateEntry]) throws(AppError) -> Data {
+        var hashes: [String: String] = [:]
+        for entry in entries {
+            if let hash = entry.hash ?? known[entry.path]?.hash, entry.hash != nil || entry.source == .absent {
+                hashes[entry.path] = hash
+            }
+        }
+        let groups = profile.groups.enumerated().map { index, group in
+            MarkerGroup(name: group.name, required: group.required, patterns: group.patterns, order: index)
+        }
+        do {
+            return try Marker(groups: groups, hashes: hashes).encoded()
+        } catch {
+            throw .usage("profile \"\(profile.name)\": cannot write the marker: \(error.description)")
+        }
+    }
+}

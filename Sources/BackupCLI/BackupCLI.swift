@@ -1,0 +1,85 @@
+// The command line's one entry point: parse, dispatch to the command's file, and turn every
+// error into its message and exit code in exactly one place. SIGINT and SIGTERM cancel the
+// running job; what it finished is saved, and it exits 130.
+
+import BackupApp
+import Dispatch
+import Foundation
+
+public enum BackupCLI {
+    /// Runs the command line `arguments` (program name first) and returns the exit code.
+    public static func main(_ arguments: [String]) async -> Int32 {
+        let task = Task { await run(Array(arguments.dropFirst())) }
+        let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { task.cancel() }
+            source.resume()
+            return source
+        }
+        let status = await task.value
+        sources.forEach { $0.cancel() }
+        return status.rawValue
+    }
+
+    static func run(_ arguments: [String]) async -> ExitStatus {
+        let json = arguments.contains("--json")
+        let output = Output(json: json)
+        do {
+            let command = try Parser.parse(arguments)
+            if command.flag("version") {
+                output.summary("backup \(CommandTree.version)")
+                return .success
+            }
+            if command.flag("help") {
+                output.summary(Help.text(for: command.path))
+                return .success
+            }
+            let app = BackupApp(configPath: command.value("config"))
+            if let status = await TUIBridge.run(command, app: app) { return status }
+            guard let name = command.path.first else {
+                FileHandle.standardError.write(Data(Help.text(for: []).utf8))
+                return .usage
+            }
+            switch name {
+            case "generate-manual":
+                output.summary(Generators.manual())
+                return .success
+            case "generate-completions":
+                guard let shell = command.arguments.first, let script = Generators.completions(shell) else {
+                    throw AppError(.usage, "generate-completions needs bash, zsh or fish")
+                }
+                output.summary(script)
+                return .success
+            case "tui":
+                throw AppError(.usage, "the full-screen interface needs a terminal on standard input and output")
+            default:
+                break
+            }
+            let profileName = command.value("profile") ?? "default"
+            if name == "init" { return try InitCommand.run(command, app: app, profileName: profileName, output: output) }
+            if name == "restore" && command.value("remote") != nil && command.value("profile") == nil {
+                return try await RestoreCommand.run(command, app: app, profile: nil, output: output)
+            }
+            let profile = try app.profile(profileName)
+            switch name {
+            case "sync": return try await SyncCommand.run(command, app: app, profile: profile, output: output)
+            case "status": return try await StatusCommand.run(command, app: app, profile: profile, output: output)
+            case "probe": return try await ProbeCommand.run(command, app: app, profile: profile, output: output)
+            case "restore": return try await RestoreCommand.run(command, app: app, profile: profile, output: output)
+            case "hold": return try HoldCommand.run(command, app: app, profile: profile, output: output)
+            case "forget": return try ForgetCommand.run(command, app: app, profile: profile, output: output)
+            default: throw AppError(.usage, "unknown command \"\(name)\"; see `backup --help`")
+            }
+        } catch {
+            let failure = (error as? AppError) ?? AppError(.failure, String(describing: error))
+            if json {
+                output.emit(["event": "result", "status": failure.status == .interrupted ? "interrupted" : "error",
+                             "exit": Int(failure.status.rawValue), "message": failure.message])
+            } else {
+                output.line("backup: \(failure.message)")
+            }
+            return failure.status
+        }
+    }
+}

@@ -1,0 +1,170 @@
+// The command tree as data: every command, argument and option the binary accepts. The
+// parser, the help text, the man page and the shell completions are all made from this one
+// tree, so none of them can drift from what the binary does.
+
+/// What kind of value an option takes, which also tells completions what to offer.
+public enum ValueKind: Sendable, Equatable {
+    /// A flag: no value.
+    case none
+    /// Free text, shown as the placeholder.
+    case text(String)
+    /// One of these words.
+    case choice([String])
+    /// A folder.
+    case directory(String)
+    /// A file.
+    case file(String)
+    /// A profile name from the config.
+    case profile
+    /// A remote URL or folder.
+    case remote(String)
+
+    /// The placeholder shown in usage lines, nil for a flag.
+    public var placeholder: String? {
+        switch self {
+        case .none: nil
+        case .text(let name), .directory(let name), .file(let name), .remote(let name): name
+        case .choice(let words): words.joined(separator: "|")
+        case .profile: "NAME"
+        }
+    }
+}
+
+/// One option, `--name [VALUE]`.
+public struct OptionSpec: Sendable, Equatable {
+    public var name: String
+    public var value: ValueKind
+    public var repeatable: Bool
+    public var help: String
+
+    public init(_ name: String, _ value: ValueKind = .none, repeatable: Bool = false, help: String) {
+        self.name = name
+        self.value = value
+        self.repeatable = repeatable
+        self.help = help
+    }
+
+    /// `--name VALUE` as shown in usage.
+    public var usage: String { value.placeholder.map { "--\(name) \($0)" } ?? "--\(name)" }
+}
+
+/// One positional argument.
+public struct ArgumentSpec: Sendable, Equatable {
+    public var name: String
+    public var optional: Bool
+    public var help: String
+}
+
+/// One command (or a group of subcommands).
+public struct CommandSpec: Sendable, Equatable {
+    public var name: String
+    /// One line: what it does.
+    public var summary: String
+    /// Paragraphs for help and the man page.
+    public var discussion: String
+    public var arguments: [ArgumentSpec]
+    public var options: [OptionSpec]
+    public var subcommands: [CommandSpec]
+    /// Hidden from usage and help (tools for packaging).
+    public var hidden: Bool
+
+    public init(
+        _ name: String, summary: String, discussion: String = "", arguments: [ArgumentSpec] = [],
+        options: [OptionSpec] = [], subcommands: [CommandSpec] = [], hidden: Bool = false
+    ) {
+        self.name = name
+        self.summary = summary
+        self.discussion = discussion
+        self.arguments = arguments
+        self.options = options
+        self.subcommands = subcommands
+        self.hidden = hidden
+    }
+
+    public func subcommand(_ name: String) -> CommandSpec? { subcommands.first { $0.name == name } }
+}
+
+/// The tool's tree.
+public enum CommandTree {
+    public static let version = "0.1.0"
+
+    /// Options every command takes.
+    public static let globalOptions: [OptionSpec] = [
+        OptionSpec("profile", .profile, help: "The profile to use (default: \"default\")."),
+        OptionSpec("config", .file("FILE"), help: "The config file (default: $XDG_CONFIG_HOME/backup/config)."),
+        OptionSpec("help", help: "Show help for the command."),
+        OptionSpec("version", help: "Show the version."),
+    ]
+
+    static let json = OptionSpec("json", help: "Print JSON lines on standard output: progress events and a last \"result\" line.")
+    static let noTUI = OptionSpec("no-tui", help: "Run without the full-screen interface even on a terminal.")
+
+    public static let root = CommandSpec(
+        "backup",
+        summary: "mirror a folder to a remote and restore it group by group",
+        discussion: """
+            backup keeps a plain mirror of a folder on a remote: a folder on another disk or a NAS share, \
+            a WebDAV server, or an S3 bucket. Files on the remote are the files you see, under the same names. \
+            Guards keep a bad day from deleting the backup: an empty or missing source, a run that would delete \
+            more than half of the backup, a switched account, and a write hold you can set at any time.
+            """,
+        subcommands: [
+            CommandSpec(
+                "init", summary: "create or replace a profile",
+                discussion: "Writes a profile to the config file (mode 0600). The source folder must exist; a folder remote must exist too, since a missing one usually means a disk that is not mounted.",
+                options: [
+                    OptionSpec("source", .directory("DIR"), help: "The folder to back up."),
+                    OptionSpec("remote", .remote("URL"), help: "Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix."),
+                    OptionSpec("group", .text("NAME=PATTERN[,required]"), repeatable: true, help: "A restore group: files matching PATTERN; required groups are restored first. Repeat for more patterns or groups."),
+                    OptionSpec("exclude", .text("PATTERN"), repeatable: true, help: "A gitignore-style pattern of paths never backed up."),
+                    OptionSpec("force", help: "Replace an existing profile of the same name."),
+                ]),
+            CommandSpec(
+                "sync", summary: "back up the source to the remote",
+                discussion: "One run of the sync engine: scan, upload what changed, delete what is gone, write the marker last. The first sync to a new remote needs --yes.",
+                options: [
+                    OptionSpec("yes", help: "Consent to the first write to this remote."),
+                    OptionSpec("allow-shrink", help: "Lift the shrink guard for this run: allow deleting more than half of the backup."),
+                    OptionSpec("dry-run", help: "Show what would be uploaded and deleted; write nothing."),
+                    json, noTUI,
+                ]),
+            CommandSpec(
+                "status", summary: "show a profile's state and what a sync would do now",
+                options: [json]),
+            CommandSpec(
+                "probe", summary: "look at the remote without writing",
+                discussion: "Reports the probe's outcome: unavailable, failed, none (an empty remote), notReady (files but no readable marker) or found.",
+                options: [json]),
+            CommandSpec(
+                "restore", summary: "restore a backup, group by group",
+                discussion: "Downloads into a staging folder inside the target, verifies each file's SHA-256 against the marker, and places group by group, required groups first. Interrupted restores continue with --resume. Nothing is ever written outside the target.",
+                options: [
+                    OptionSpec("to", .directory("DIR"), help: "The folder to restore into (default: the profile's source)."),
+                    OptionSpec("remote", .remote("URL"), help: "Restore from this remote without a profile (a new machine)."),
+                    OptionSpec("resume", help: "Continue the last restore from its record."),
+                    OptionSpec("reset-attempts", help: "With --resume: try again files that failed three times."),
+                    OptionSpec("only", .text("GROUP"), repeatable: true, help: "Restore only this group; repeat for more."),
+                    OptionSpec("place", .choice(["all", "ask"]), help: "Place every group (all, the default) or ask per group (ask)."),
+                    OptionSpec("overwrite", help: "Replace local files that differ; without it their group is rejected and reported."),
+                    json, noTUI,
+                ]),
+            CommandSpec(
+                "hold", summary: "show, set or clear the write hold",
+                discussion: "While the hold is set, no sync writes anything; a sync already running stops before its next write.",
+                subcommands: [
+                    CommandSpec("set", summary: "set the write hold", arguments: [ArgumentSpec(name: "REASON", optional: true, help: "Why, shown by status.")]),
+                    CommandSpec("clear", summary: "clear the write hold"),
+                ]),
+            CommandSpec(
+                "forget", summary: "drop the profile's local state (the remote is untouched)",
+                discussion: "The state is a cache of what the remote holds; the next sync rebuilds it from the remote's listing."),
+            CommandSpec(
+                "tui", summary: "open the full-screen interface",
+                discussion: "The same as `backup` with no arguments on a terminal."),
+            CommandSpec(
+                "generate-manual", summary: "print the man page (mdoc) made from this command tree", hidden: true),
+            CommandSpec(
+                "generate-completions", summary: "print the shell completion script for SHELL",
+                arguments: [ArgumentSpec(name: "SHELL", optional: false, help: "bash, zsh or fish.")], hidden: true),
+        ])
+}

@@ -1,0 +1,39 @@
+// `backup init`: writes a profile.
+
+import BackupApp
+
+enum InitCommand {
+    static func run(_ command: ParsedCommand, app: BackupApp, profileName: String, output: Output) throws(AppError) -> ExitStatus {
+        guard let source = command.value("source") else { throw AppError(.usage, "backup init needs --source DIR; see `backup init --help`") }
+        guard let remote = command.value("remote") else { throw AppError(.usage, "backup init needs --remote URL; see `backup init --help`") }
+        guard Profile.isValidName(profileName) else {
+            throw AppError(.usage, "\"\(profileName)\" is not a valid profile name: use letters, digits, \"-\", \"_\" and \".\"")
+        }
+        var profile = Profile(name: profileName, source: source, remote: remote)
+        profile.excludes = command.all("exclude")
+        for spec in command.all("group") {
+            guard let equals = spec.firstIndex(of: "=") else {
+                throw AppError(.usage, "--group \(spec): expected NAME=PATTERN or NAME=PATTERN,required")
+            }
+            let name = String(spec[..<equals])
+            var pattern = String(spec[spec.index(after: equals)...])
+            var required = false
+            if pattern.hasSuffix(",required") {
+                required = true
+                pattern = String(pattern.dropLast(",required".count))
+            }
+            guard Profile.isValidName(name), !pattern.isEmpty else {
+                throw AppError(.usage, "--group \(spec): the name must be letters, digits, \"-\", \"_\", \".\" and the pattern non-empty")
+            }
+            if let index = profile.groups.firstIndex(where: { $0.name == name }) {
+                profile.groups[index].patterns.append(pattern)
+                profile.groups[index].required = profile.groups[index].required || required
+            } else {
+                profile.groups.append(ProfileGroup(name: name, patterns: [pattern], required: required))
+            }
+        }
+        let saved = try app.initProfile(profile, replace: command.flag("force"))
+        output.summary("profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)\nnext: `backup sync --profile \(saved.name) --yes` for the first backup")
+        return .success
+    }
+}

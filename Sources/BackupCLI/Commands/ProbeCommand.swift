@@ -1,0 +1,45 @@
+// `backup probe`: the probe's outcome, without writing.
+
+import BackupApp
+import BackupEngine
+import BackupTree
+import Foundation
+
+enum ProbeCommand {
+    static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile, output: Output) async throws(AppError) -> ExitStatus {
+        let outcome = try await app.probe(profile)
+        var result: [String: Any] = ["event": "result", "profile": profile.name]
+        let text: String
+        let status: ExitStatus
+        switch outcome {
+        case .unavailable(let reason):
+            (result["status"], result["reason"]) = ("unavailable", Words.key(reason))
+            text = Words.explain(reason, remote: profile.remote)
+            status = .unavailable
+        case .failed(let error):
+            (result["status"], result["error"], result["message"]) = ("failed", Words.key(error.kind), error.message)
+            text = "cannot look at the remote: \(error.message)"
+            status = .failure
+        case .none:
+            (result["status"], result["probe"]) = ("completed", "none")
+            text = "none: the remote holds no files"
+            status = .success
+        case .notReady:
+            (result["status"], result["probe"]) = ("completed", "notReady")
+            text = "notReady: the remote holds files but no readable marker"
+            status = .success
+        case .found(let marker, let source, let files):
+            (result["status"], result["probe"]) = ("completed", "found")
+            let groups = (try? Marker.decode(marker).groups) ?? []
+            result["files"] = files.count - 1
+            result["bytes"] = files.reduce(0) { $0 + $1.size }
+            result["groups"] = groups.map { ["name": $0.name, "required": $0.required] }
+            result["fingerprint"] = source.markerFingerprint
+            text = "found: \(files.count - 1) files (\(Output.bytes(files.reduce(0) { $0 + $1.size }))), groups: "
+                + (groups.isEmpty ? "none" : groups.map { $0.name + ($0.required ? " (required)" : "") }.joined(separator: ", "))
+            status = .success
+        }
+        if output.json { output.emit(result) } else { output.summary(text) }
+        return status
+    }
+}

@@ -1,0 +1,101 @@
+// `backup restore`: plan, download, verify, place; `--resume` continues after any stop.
+
+import BackupApp
+import BackupEngine
+import BackupTree
+import Foundation
+
+enum RestoreCommand {
+    static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile?, output: Output) async throws(AppError) -> ExitStatus {
+        if command.flag("reset-attempts") && !command.flag("resume") {
+            throw AppError(.usage, "--reset-attempts goes with --resume; see `backup restore --help`")
+        }
+        var request = RestoreRequest(
+            target: command.value("to"), remoteURL: command.value("remote"), resume: command.flag("resume"),
+            resetAttempts: command.flag("reset-attempts"), only: command.all("only"), overwrite: command.flag("overwrite"))
+        if command.value("place") == "ask" {
+            guard isatty(STDIN_FILENO) == 1 else {
+                throw AppError(.usage, "--place ask needs a terminal to ask on; use --place all in scripts")
+            }
+            request.decide = LinePrompt.decide
+        }
+        let summary = try await app.restore(profile, request, events: output.events)
+        var result: [String: Any] = ["event": "result", "placed": summary.placed, "pending": summary.pending.count, "bytes": summary.downloadedBytes]
+        result.merge(Output.pathFields("target", summary.target)) { a, _ in a }
+        if !summary.refused.isEmpty { result.merge(Output.pathList("refused", summary.refused.map(\.remotePath))) { a, _ in a } }
+        if !summary.pending.isEmpty { result.merge(Output.pathList("pending_paths", summary.pending)) { a, _ in a } }
+        let resumeHint = "run `backup restore --resume` to continue"
+        var text: String
+        switch summary.result {
+        case .restored(.completed):
+            result["status"] = summary.refused.isEmpty ? "completed" : "partial"
+            text = "restored \(summary.placed) file(s) into \(summary.target)"
+            if !summary.refused.isEmpty { text += "\n\(summary.refused.count) remote path(s) were refused and not restored (they would land outside the target)" }
+        case .restored(.partial(let pending)):
+            result["status"] = "partial"
+            text = "restore incomplete: \(summary.placed) placed, \(pending.count) pending; \(resumeHint)"
+        case .restored(.placementRejected(let group)):
+            result["status"] = "partial"
+            result["reason"] = "placementRejected"
+            result["group"] = group
+            text = "the required group \"\(group)\" was not placed; \(resumeHint) (with --overwrite to replace local files that differ)"
+        case .restored(.failed(let failure)):
+            result["status"] = "failed"
+            result["message"] = failure.description
+            if case .cloud(let error) = failure { result["error"] = Words.key(error.kind) } else { result["error"] = "local" }
+            text = "restore failed: \(failure.description)\neverything finished is recorded; \(resumeHint)"
+        case .restored(let outcome):
+            result["status"] = "unavailable"
+            result["reason"] = Words.key(outcome)
+            text = Words.explain(outcome)
+        case .probe(let probe):
+            switch probe {
+            case .failed(let error):
+                result["status"] = "failed"
+                result["error"] = Words.key(error.kind)
+                result["message"] = error.message
+                text = "cannot look at the remote: \(error.message)"
+            case .unavailable(let reason):
+                result["status"] = "unavailable"
+                result["reason"] = Words.key(reason)
+                text = Words.explain(reason, remote: command.value("remote") ?? profile?.remote ?? "")
+            case .none:
+                result["status"] = "unavailable"
+                result["reason"] = "none"
+                text = "the remote holds no files: there is nothing to restore"
+            case .notReady:
+                result["status"] = "unavailable"
+                result["reason"] = "notReady"
+                text = "the remote holds files but no readable marker: a sync may be running or was interrupted; run it to completion, then restore"
+            case .found:
+                result["status"] = "failed"
+                text = "unexpected probe result"
+            }
+        }
+        if output.json { output.emit(result) } else { output.summary(text) }
+        return summary.status
+    }
+}
+
+/// `--place ask` without the TUI: one question per group on the terminal.
+enum LinePrompt {
+    @Sendable static func decide(_ offer: PlacementOffer) async -> PlacementDecision {
+        let group = offer.group
+        var question = "place group \"\(group.label)\"\(group.required ? " (required)" : ""): \(group.files.count) file(s)"
+        if !group.failed.isEmpty { question += ", \(group.failed.count) did not download" }
+        if !offer.conflicts.isEmpty { question += ", \(offer.conflicts.count) would replace a different local file" }
+        while true {
+            FileHandle.standardError.write(Data("\n\(question)\n[p]lace, [r]eject, [l]ist files? ".utf8))
+            guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() else { return .rejected }
+            switch answer {
+            case "p", "place", "y", "yes": return .placed
+            case "r", "reject", "n", "no": return .rejected
+            case "l", "list":
+                let conflicting = Set(offer.conflicts.map(\.remotePath))
+                let list = group.files.map { "  \($0.remotePath)\(conflicting.contains($0.remotePath) ? "  (replaces a different local file)" : "")" }
+                FileHandle.standardError.write(Data((list.joined(separator: "\n") + "\n").utf8))
+            default: continue
+            }
+        }
+    }
+}

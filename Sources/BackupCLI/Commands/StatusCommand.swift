@@ -1,0 +1,49 @@
+// `backup status`: the profile, its last sync, counts, the hold, and what a sync would do now.
+
+import BackupApp
+import BackupEngine
+import Foundation
+
+enum StatusCommand {
+    static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile, output: Output) async throws(AppError) -> ExitStatus {
+        let state = try app.stateSummary(profile)
+        let preview = try await app.sync(profile, SyncRequest(dryRun: true))
+        var result: [String: Any] = [
+            "event": "status", "profile": profile.name, "source": profile.source, "remote": profile.remote,
+            "remote_files": state.files, "remote_bytes": state.bytes, "local_files": preview.files,
+            "symlinks_skipped": preview.symlinksSkipped,
+        ]
+        result["last_sync"] = state.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull()
+        switch state.hold {
+        case .none: result["hold"] = NSNull()
+        case .held(let reason): result["hold"] = reason
+        }
+        var lines = [
+            "profile   \(profile.name)",
+            "source    \(profile.source)",
+            "remote    \(profile.remote)",
+            "last sync \(state.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? "never")",
+            "backed up \(state.files) files (\(Output.bytes(state.bytes)))",
+            "hold      \(state.hold == .none ? "none" : "set")" + { if case .held(let reason) = state.hold { ": \(reason)" } else { "" } }(),
+            "local     \(preview.files) files (\(Output.bytes(preview.bytes)))"
+                + (preview.symlinksSkipped > 0 ? "; \(preview.symlinksSkipped) symbolic links skipped (links are not followed)" : ""),
+        ]
+        switch preview.result {
+        case .previewed(.wouldRun(let plan)):
+            result["would_upload"] = plan.uploads.count
+            result["would_delete"] = plan.deletes.count
+            lines.append("next sync \(plan.uploads.count) to upload (\(Output.bytes(plan.uploadBytes))), \(plan.deletes.count) to delete")
+        case .previewed(.unavailable(let reason)):
+            result["would"] = Words.key(reason)
+            lines.append("next sync would not run: " + Words.explain(reason, remote: profile.remote))
+        case .previewed(.failed(let error)):
+            result["would"] = "failed"
+            result["error"] = Words.key(error.kind)
+            lines.append("next sync cannot look at the remote: \(error.message)")
+        case .ran:
+            break
+        }
+        if output.json { output.emit(result) } else { output.summary(lines.joined(separator: "\n")) }
+        return .success
+    }
+}

@@ -1,0 +1,144 @@
+// What the scripted mode prints. Human: a progress line on stderr, redrawn in place on a
+// terminal (at most ten times a second) and printed plainly at most once a second
+// elsewhere, then a summary. JSON: one object per line on stdout, each with an "event" key;
+// paths that are not UTF-8 get a base64 twin field.
+
+import BackupApp
+import BackupEngine
+import Foundation
+import Synchronization
+
+/// Prints a job's events and results, as text or as JSON lines.
+final class Output: Sendable {
+    let json: Bool
+    private let terminal: Bool
+    private let state = Mutex<(last: ContinuousClock.Instant?, drawn: Bool)>((nil, false))
+
+    init(json: Bool) {
+        self.json = json
+        terminal = isatty(STDERR_FILENO) == 1
+    }
+
+    // MARK: Events
+
+    /// The handler to give a job.
+    var events: JobEvents {
+        { [self] event in handle(event) }
+    }
+
+    private func handle(_ event: JobEvent) {
+        switch event {
+        case .phase(let name):
+            if !json { progress("\(name)…", force: true) }
+        case .scanned(let files, let bytes, let hashed):
+            if json {
+                emit(["event": "scanned", "files": files, "bytes": bytes, "hashed": hashed])
+            } else {
+                progress("scanned \(files) files (\(Self.bytes(bytes))), read \(hashed)", force: true)
+            }
+        case .note(let path, let message):
+            if json { emit(["event": "note", "message": message].merging(Self.pathFields("path", path)) { a, _ in a }) } else { line("note: \(message)") }
+        case .syncProgress(let done, let total, let bytes, let current):
+            let final = done == total
+            if json {
+                if final || due() { emit(["event": "progress", "done": done, "total": total, "bytes": bytes]) }
+            } else {
+                progress("\(done)/\(total) steps, \(Self.bytes(bytes)) sent" + (current.map { ": \($0)" } ?? ""), force: final)
+            }
+        case .restoreProgress(let value, let bytes, let current):
+            let final = value.filesDone == value.filesTotal
+            if json {
+                if final || due() {
+                    emit(["event": "progress", "done": value.filesDone, "total": value.filesTotal, "staged": value.filesStaged,
+                          "groups_done": value.groupsDone, "groups_total": value.groupsTotal, "bytes": bytes])
+                }
+            } else {
+                progress("\(value.filesDone)/\(value.filesTotal) files placed, \(value.groupsDone)/\(value.groupsTotal) groups, \(Self.bytes(bytes)) received"
+                    + (current.map { ": \($0)" } ?? ""), force: final)
+            }
+        case .conflict(let group, let paths):
+            if json {
+                emit(["event": "conflict", "group": group, "paths": paths])
+            } else {
+                line("group \"\(group)\" not placed: it would overwrite \(paths.count) local file(s) that differ (\(paths.prefix(3).joined(separator: ", "))\(paths.count > 3 ? ", …" : "")); pass --overwrite to replace them")
+            }
+        }
+    }
+
+    /// Whether a throttled progress line is due now (at most 10 a second on a terminal or in
+    /// JSON, once a second in a log).
+    private func due(force: Bool = false) -> Bool {
+        let interval: Duration = (terminal || json) ? .milliseconds(100) : .seconds(1)
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            if !force, let last = state.last, now - last < interval { return false }
+            state.last = now
+            return true
+        }
+    }
+
+    private func progress(_ text: String, force: Bool) {
+        guard due(force: force) else { return }
+        if terminal {
+            let width = 120
+            let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
+            state.withLock { $0.drawn = true }
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(shown)".utf8))
+        } else {
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+        }
+    }
+
+    /// A line on stderr, clearing a progress line first.
+    func line(_ text: String) {
+        let drawn = state.withLock { state in
+            defer { state.drawn = false }
+            return state.drawn
+        }
+        FileHandle.standardError.write(Data(((drawn ? "\r\u{1B}[K" : "") + text + "\n").utf8))
+    }
+
+    /// The summary on stdout (human mode).
+    func summary(_ text: String) {
+        let drawn = state.withLock { state in
+            defer { state.drawn = false }
+            return state.drawn
+        }
+        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    // MARK: JSON
+
+    func emit(_ object: [String: Any]) {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// `key: path`, plus `key_base64` with the real bytes when the name is not UTF-8.
+    static func pathFields(_ key: String, _ path: String) -> [String: Any] {
+        var fields: [String: Any] = [key: path]
+        if FileName.isEscaped(path) { fields[key + "_base64"] = Data(FileName.bytes(of: path)).base64EncodedString() }
+        return fields
+    }
+
+    static func pathList(_ key: String, _ paths: [String]) -> [String: Any] {
+        var fields: [String: Any] = [key: paths]
+        let escaped = paths.filter(FileName.isEscaped)
+        if !escaped.isEmpty {
+            fields[key + "_base64"] = Dictionary(escaped.map { ($0, Data(FileName.bytes(of: $0)).base64EncodedString()) }, uniquingKeysWith: { a, _ in a })
+        }
+        return fields
+    }
+
+    static func bytes(_ count: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}

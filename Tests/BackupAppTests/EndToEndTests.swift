@@ -1,0 +1,222 @@
+// The built `backup` binary, end to end, in temporary XDG homes: what a person or a cron job
+// does, with the exit codes and JSON lines a script relies on.
+
+import BackupEngine
+import BackupTestSupport
+import Foundation
+import XCTest
+
+final class EndToEndTests: XCTestCase {
+    private func initialised(_ extra: [String] = []) throws -> CLIFixture {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let result = try f.run(["init", "--source", f.source, "--remote", f.remote] + extra)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return f
+    }
+
+    private func uploaded(_ result: CLIResult, file: StaticString = #filePath, line: UInt = #line) -> Int {
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr, file: file, line: line)
+        XCTAssertEqual(result.result?["status"] as? String, "completed", file: file, line: line)
+        return result.result?["uploaded"] as? Int ?? -1
+    }
+
+    func testInitWritesAPrivateConfig() throws {
+        let f = try initialised(["--group", "papers=docs/,required", "--exclude", "*.tmp"])
+        let config = f.dir.path("config/backup/config")
+        let text = try String(contentsOfFile: config, encoding: .utf8)
+        XCTAssertTrue(text.contains("source = \(f.source)"))
+        XCTAssertTrue(text.contains("group.papers = docs/"))
+        XCTAssertTrue(text.contains("group.papers.required = yes"))
+        XCTAssertTrue(text.contains("exclude = *.tmp"))
+        let mode = (try FileManager.default.attributesOfItem(atPath: config)[.posixPermissions] as? NSNumber)?.intValue
+        XCTAssertEqual(mode, 0o600)
+    }
+
+    func testFirstSyncNeedsConsentThenOnlyChangesUpload() throws {
+        let f = try initialised()
+        for i in 0..<5 { try f.write("dir\(i % 2)/file\(i).txt", "content \(i)") }
+
+        let refused = try f.run("sync", "--json")
+        XCTAssertEqual(refused.status, 3)
+        XCTAssertEqual(refused.result?["reason"] as? String, "needsConsent")
+        XCTAssertEqual(try f.tree(f.remote), [:], "nothing written without consent")
+
+        XCTAssertEqual(uploaded(try f.run("sync", "--yes", "--json")), 6, "five files and the marker")
+        XCTAssertEqual(uploaded(try f.run("sync", "--json")), 0, "consent is remembered; nothing changed")
+
+        try f.write("dir1/file3.txt", "changed")
+        let changed = try f.run("sync", "--json")
+        XCTAssertEqual(uploaded(changed), 2, "the change and the marker")
+        XCTAssertEqual(changed.result?["hashed"] as? Int, 1, "only the changed file is reread")
+        XCTAssertEqual(try f.tree(f.remote)["dir1/file3.txt"], Data("changed".utf8))
+        XCTAssertTrue(changed.jsonLines.contains { $0["event"] as? String == "progress" })
+    }
+
+    func testRemovingMostOfTheSourceIsShrinkSuspectedAndDeletesNothing() throws {
+        let f = try initialised()
+        for i in 0..<10 { try f.write("f\(i).txt", "\(i)") }
+        _ = uploaded(try f.run("sync", "--yes", "--json"))
+        for i in 0..<8 { try FileManager.default.removeItem(atPath: f.source + "/f\(i).txt") }
+
+        let result = try f.run("sync", "--json")
+        XCTAssertEqual(result.status, 3)
+        XCTAssertEqual(result.result?["reason"] as? String, "shrinkSuspected")
+        XCTAssertEqual(try f.tree(f.remote).keys.filter { !$0.hasPrefix(".backup") }.count, 10, "nothing deleted")
+        let human = try f.run("sync")
+        XCTAssertTrue(human.stdout.contains("--allow-shrink"), human.stdout)
+
+        let allowed = try f.run("sync", "--allow-shrink", "--json")
+        XCTAssertEqual(allowed.result?["deleted"] as? Int, 8)
+    }
+
+    func testEmptySourceOnAFreshStateOverAnExistingBackupIsRestorePending() throws {
+        let first = try initialised()
+        for i in 0..<3 { try first.write("f\(i).txt", "\(i)") }
+        _ = uploaded(try first.run("sync", "--yes", "--json"))
+
+        // A new machine: empty source, fresh state, same remote.
+        let second = try CLIFixture()
+        addTeardownBlock { second.dir.cleanup() }
+        XCTAssertEqual(try second.run("init", "--source", second.source, "--remote", first.remote).status, 0)
+        let result = try second.run("sync", "--yes", "--json")
+        XCTAssertEqual(result.status, 3)
+        XCTAssertEqual(result.result?["reason"] as? String, "restorePending")
+        XCTAssertEqual(try first.tree(first.remote).keys.filter { !$0.hasPrefix(".backup") }.count, 3)
+    }
+
+    func testHoldSetStopsSyncsAndClearLetsThemRun() throws {
+        let f = try initialised()
+        try f.write("a.txt", "a")
+        XCTAssertEqual(try f.run("hold", "set", "disk swap").status, 0)
+        XCTAssertTrue(try f.run("hold").stdout.contains("disk swap"))
+        let held = try f.run("sync", "--yes", "--json")
+        XCTAssertEqual(held.status, 3)
+        XCTAssertEqual(held.result?["reason"] as? String, "writeHeld")
+        XCTAssertEqual(try f.tree(f.remote), [:])
+        XCTAssertEqual(try f.run("hold", "clear").status, 0)
+        XCTAssertEqual(uploaded(try f.run("sync", "--yes", "--json")), 2)
+    }
+
+    func testRestoreToANewFolderIsByteIdenticalIncludingANameThatIsNotUTF8() throws {
+        let f = try initialised(["--group", "docs=docs/,required"])
+        try f.write("docs/report.txt", "quarterly")
+        try f.write("photos/日本.jpg", String(repeating: "jpeg", count: 1000))
+        let latin1 = FileName.string(fromBytes: Array("caf".utf8) + [0xE9] + Array(".txt".utf8))
+        let fd = FileName.withCString(f.source + "/" + latin1) { open($0, O_WRONLY | O_CREAT, 0o644) }
+        XCTAssertEqual(write(fd, "latin-1 name", 12), 12)
+        close(fd)
+        _ = uploaded(try f.run("sync", "--yes", "--json"))
+
+        let target = f.dir.path("restored")
+        let result = try f.run("restore", "--to", target, "--json")
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.result?["placed"] as? Int, 3)
+        XCTAssertEqual(try f.tree(target), try f.tree(f.source))
+        XCTAssertNotNil(try f.tree(target)[latin1])
+
+        // A new machine with no profile restores from the remote URL alone.
+        let other = f.dir.path("other")
+        let bare = try f.run("restore", "--remote", f.remote, "--to", other, "--json")
+        XCTAssertEqual(bare.status, 0, bare.stderr)
+        XCTAssertEqual(try f.tree(other), try f.tree(f.source))
+    }
+
+    func testResumeAfterKillDashNineMidRestore() throws {
+        let f = try initialised()
+        for i in 0..<1500 { try f.write("d\(i % 15)/f\(i).bin", String(repeating: "\(i)", count: 2000)) }
+        _ = uploaded(try f.run("sync", "--yes", "--json"))
+        let target = f.dir.path("restored")
+
+        let (process, out, _) = try f.process(["restore", "--to", target, "--json"])
+        try process.run()
+        // Kill once files are being placed, at no particular point.
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && process.isRunning {
+            let placed = (try? FileManager.default.contentsOfDirectory(atPath: target))?.filter { $0.hasPrefix("d") }.count ?? 0
+            if placed >= 3 { break }
+            usleep(2000)
+        }
+        let killedMidway = process.isRunning
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+        XCTAssertTrue(killedMidway, "the restore ended before it could be killed; make the tree bigger")
+
+        let resumed = try f.run("restore", "--to", target, "--resume", "--json")
+        XCTAssertEqual(resumed.status, 0, resumed.stdout + resumed.stderr)
+        XCTAssertEqual(try f.tree(target), try f.tree(f.source))
+    }
+
+    func testRestoreIntoTheSourceSeedsTheStateSoTheNextSyncUploadsNothing() throws {
+        let f = try initialised()
+        for i in 0..<4 { try f.write("f\(i).txt", "\(i)") }
+        _ = uploaded(try f.run("sync", "--yes", "--json"))
+        // Lose the source and the state (a new disk): restore into the source.
+        try FileManager.default.removeItem(atPath: f.source)
+        try FileManager.default.createDirectory(atPath: f.source, withIntermediateDirectories: true)
+        XCTAssertEqual(try f.run("forget").status, 0)
+        XCTAssertEqual(try f.run("restore", "--json").status, 0)
+        // Forgetting the state forgot the consent too: writing needs it again.
+        let next = try f.run("sync", "--yes", "--json")
+        XCTAssertEqual(uploaded(next), 0, next.stdout)
+        XCTAssertEqual(next.result?["hashed"] as? Int, 0, "the restore's fingerprints spare the reread")
+    }
+
+    func testABadConfigNamesTheFileTheLineAndTheKey() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let config = try f.dir.write("bad.cfg", Data("[default]\nsource = /x\nremote = /y\ncolour = blue\n".utf8))
+        let result = try f.run("--config", config, "sync")
+        XCTAssertEqual(result.status, 2)
+        XCTAssertTrue(result.stderr.hasPrefix("backup: \(config):4: unknown key \"colour\" in [default]; known keys: source, remote"), result.stderr)
+        XCTAssertEqual(try f.tree(f.remote), [:])
+    }
+
+    func testUsageErrorsExitTwo() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let unknown = try f.run("sync", "--frobnicate")
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertTrue(unknown.stderr.contains("unknown option --frobnicate"), unknown.stderr)
+        XCTAssertEqual(try f.run("restore", "--place", "sometimes").status, 2)
+        let noProfile = try f.run("sync")
+        XCTAssertEqual(noProfile.status, 2)
+        XCTAssertTrue(noProfile.stderr.contains("backup init"), noProfile.stderr)
+    }
+
+    func testASecondRunOfOneProfileExitsThreeNamingTheFirst() throws {
+        let f = try initialised()
+        // Hold the profile's lock as a running backup would.
+        let lockPath = f.dir.path("state/backup/default/lock")
+        try FileManager.default.createDirectory(atPath: f.dir.path("state/backup/default"), withIntermediateDirectories: true)
+        let fd = open(lockPath, O_RDWR | O_CREAT, 0o600)
+        XCTAssertEqual(flock(fd, LOCK_EX), 0)
+        _ = "4242\n".withCString { write(fd, $0, 5) }
+        defer { close(fd) }
+        let result = try f.run("sync", "--yes")
+        XCTAssertEqual(result.status, 3)
+        XCTAssertTrue(result.stderr.contains("pid 4242"), result.stderr)
+    }
+
+    func testInterruptedSyncExits130AndTheNextRunContinues() throws {
+        let f = try initialised()
+        for i in 0..<3000 { try f.write("d\(i % 30)/f\(i).bin", String(repeating: "x", count: 3000)) }
+        let (process, out, _) = try f.process(["sync", "--yes", "--json"])
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && process.isRunning {
+            if ((try? FileManager.default.contentsOfDirectory(atPath: f.remote)) ?? []).count >= 3 { break }
+            usleep(2000)
+        }
+        XCTAssertTrue(process.isRunning, "the sync ended before it could be interrupted")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+        XCTAssertEqual(process.terminationStatus, 130)
+        let next = try f.run("sync", "--json")
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertLessThan(next.result?["uploaded"] as? Int ?? 0, 3001, "the first run's uploads are not repeated")
+        XCTAssertEqual(try f.tree(f.remote).keys.filter { !$0.hasPrefix(".backup") }.count, 3000)
+    }
+}
