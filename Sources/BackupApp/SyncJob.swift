@@ -115,7 +115,8 @@ extension BackupApp {
                     if let finished { value.sent += finished; value.current = nil } else { value.current = path }
                 }
             }
-            let engine = SyncEngine(storage: storage, state: state, availability: gate)
+            let transfers = profile.settings["transfers"].flatMap(Int.init) ?? 4
+            let engine = SyncEngine(storage: storage, state: state, transfers: transfers, availability: gate)
 
             var summary = SyncSummary(
                 profile: profile.name, result: .previewed(.unavailable(.noAccount)), files: scan.files, bytes: scan.bytes,

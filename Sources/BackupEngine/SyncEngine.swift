@@ -14,6 +14,8 @@ public final class SyncEngine: Sendable {
     public let policy: SyncPolicy
     /// The remote path of the marker, written last by every run that changed anything.
     public let markerPath: String
+    /// How many uploads may be in flight at once (the profile's `transfers`).
+    public let transfers: Int
     private let availability: @Sendable () async -> Availability
     private let serial = AsyncMutex()
 
@@ -24,8 +26,10 @@ public final class SyncEngine: Sendable {
         state: StateStore,
         policy: SyncPolicy = SyncPolicy(),
         markerPath: String = SyncEngine.defaultMarkerPath,
+        transfers: Int = 1,
         availability: @escaping @Sendable () async -> Availability = { .available }
     ) {
+        self.transfers = max(1, transfers)
         self.storage = storage
         self.state = state
         self.policy = policy
@@ -104,22 +108,13 @@ public final class SyncEngine: Sendable {
         var done = 0
         onProgress(done, total)  // Rule 10: before the first step.
 
-        for entry in uploads {
-            if let stop = try checkBeforeWrite() { return stop }
-            do {
-                let file = try await upload(entry)
-                try state.put(StateEntry(path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId))
-                report.uploaded.append(entry.path)
-                report.uploadedBytes += file.size
-            } catch let error as LocalFileError {
-                // Deleted or made unreadable since the scan: skipped, state unchanged, and
-                // the next run picks it up again.
-                report.sourceFailures.append(error)
-            } catch {
-                return .failed(try cloudError(error), report)
+        // Rule 7 with `transfers` uploads in flight: size-compared ones all finish before
+        // the first hash-compared one starts; within each, uploads start in snapshot order.
+        let sizePhase = uploads.prefix { $0.hash == nil }
+        for phase in [Array(sizePhase), Array(uploads.dropFirst(sizePhase.count))] where !phase.isEmpty {
+            if let stop = try await uploadPhase(phase, report: &report, done: &done, total: total, onProgress: onProgress) {
+                return stop
             }
-            done += 1
-            onProgress(done, total)
         }
 
         for path in deletes {
@@ -272,6 +267,63 @@ public final class SyncEngine: Sendable {
         return .wouldRun(SyncPreview(
             uploads: plan.uploads, deletes: plan.deletes, markerUpload: plan.markerNeeded,
             unchanged: plan.unchanged, identityReset: plan.identityChange == .reset))
+    }
+
+    /// Uploads `entries` with up to `transfers` in flight, recording each in the state as it
+    /// lands (rule 7). Returns the outcome that ends the run early: a failed put, or a hold
+    /// set meanwhile; uploads already in flight then finish and are recorded, so the state
+    /// always matches what the remote holds. Cancellation is thrown the same way.
+    private func uploadPhase(
+        _ entries: [SyncEntry], report: inout SyncReport, done: inout Int, total: Int, onProgress: SyncProgress
+    ) async throws -> SyncOutcome? {
+        try await withThrowingTaskGroup(of: (SyncEntry, Result<RemoteFile, any Error>).self) { group in
+            var next = 0
+            var inFlight = 0
+            var stop: SyncOutcome?
+            var cancelled = false
+            while true {
+                while stop == nil && !cancelled && inFlight < transfers && next < entries.count {
+                    do {
+                        if let held = try checkBeforeWrite() {
+                            stop = held
+                            break
+                        }
+                    } catch is CancellationError {
+                        cancelled = true
+                        break
+                    }
+                    let entry = entries[next]
+                    next += 1
+                    inFlight += 1
+                    group.addTask {
+                        do { return (entry, .success(try await self.upload(entry))) } catch { return (entry, .failure(error)) }
+                    }
+                }
+                guard inFlight > 0, let (entry, result) = try await group.next() else { break }
+                inFlight -= 1
+                switch result {
+                case .success(let file):
+                    try state.put(StateEntry(path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId))
+                    report.uploaded.append(entry.path)
+                    report.uploadedBytes += file.size
+                case .failure(let error as LocalFileError):
+                    // Deleted or made unreadable since the scan: skipped, state unchanged, and
+                    // the next run picks it up again.
+                    report.sourceFailures.append(error)
+                case .failure(is CancellationError):
+                    cancelled = true
+                    continue
+                case .failure(let error):
+                    if stop == nil { stop = .failed(try cloudError(error), report) }
+                    continue
+                }
+                done += 1
+                onProgress(done, total)
+            }
+            if cancelled { throw CancellationError() }
+            if case .failed(let error, _) = stop { return .failed(error, report) }
+            return stop
+        }
     }
 
     /// What stops a run before its next write: cancellation (thrown) or a hold set since

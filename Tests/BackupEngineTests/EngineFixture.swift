@@ -17,7 +17,10 @@ final class EngineFixture {
     var state: StateStore
     var engine: SyncEngine
 
-    init(policy: SyncPolicy = SyncPolicy(), availability: @escaping @Sendable () async -> Availability = { .available }) throws {
+    init(
+        policy: SyncPolicy = SyncPolicy(), transfers: Int = 1,
+        availability: @escaping @Sendable () async -> Availability = { .available }
+    ) throws {
         dir = NSTemporaryDirectory() + "backup-engine-" + UUID().uuidString
         remoteRoot = dir + "/remote"
         statePath = dir + "/state/sync.db"
@@ -25,15 +28,15 @@ final class EngineFixture {
         folder = FolderStorage(root: remoteRoot)
         storage = FaultyStorage(folder)
         state = try StateStore(path: statePath)
-        engine = SyncEngine(storage: storage, state: state, policy: policy, availability: availability)
+        engine = SyncEngine(storage: storage, state: state, policy: policy, transfers: transfers, availability: availability)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: dir) }
 
     /// A new StateStore and engine over the same files: what a restarted process sees.
-    func reopen(policy: SyncPolicy = SyncPolicy()) throws {
+    func reopen(policy: SyncPolicy = SyncPolicy(), transfers: Int = 1) throws {
         state = try StateStore(path: statePath)
-        engine = SyncEngine(storage: storage, state: state, policy: policy)
+        engine = SyncEngine(storage: storage, state: state, policy: policy, transfers: transfers)
     }
 
     /// The files on the remote disk, read with FileManager rather than the provider under
