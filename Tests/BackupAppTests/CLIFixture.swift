@@ -38,8 +38,12 @@ final class CLIFixture {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("backup").path
     }
 
+    /// More environment for every run (credentials for a server under test).
+    var extraEnvironment: [String: String] = [:]
+
     var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
+        environment.merge(extraEnvironment) { _, new in new }
         environment["HOME"] = dir.path("home")
         environment["XDG_CONFIG_HOME"] = dir.path("config")
         environment["XDG_STATE_HOME"] = dir.path("state")

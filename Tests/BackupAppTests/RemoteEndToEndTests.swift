@@ -1,0 +1,87 @@
+// `backup` end to end against real WebDAV and S3 servers (`rclone serve`, started per test
+// on loopback): init, first sync, a change, restore to a new folder; credentials come from
+// the environment, and a missing one makes the remote unavailable without touching it.
+
+import BackupTestSupport
+import Foundation
+import XCTest
+
+final class RemoteEndToEndTests: XCTestCase {
+    private func roundTrip(_ f: CLIFixture, remote: String, secret: String) throws {
+        try f.write("docs/report.txt", "quarterly")
+        try f.write("photos/日本 beach.jpg", String(repeating: "jpeg", count: 5000))
+        try f.write("notes.md", "# notes")
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", remote, "--group", "docs=docs/,required").status, 0)
+
+        let first = try f.run("sync", "--yes", "--json")
+        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
+        XCTAssertEqual(first.result?["uploaded"] as? Int, 4)
+        try f.write("notes.md", "# notes, changed")
+        let second = try f.run("sync", "--json")
+        XCTAssertEqual(second.result?["uploaded"] as? Int, 2, second.stdout + second.stderr)
+
+        let target = f.dir.path("restored")
+        let restore = try f.run("restore", "--to", target, "--json")
+        XCTAssertEqual(restore.status, 0, restore.stdout + restore.stderr)
+        XCTAssertEqual(try f.tree(target), try f.tree(f.source))
+        for output in [first, second, restore] {
+            XCTAssertFalse((output.stdout + output.stderr).contains(secret), "a credential was printed")
+        }
+        let config = try String(contentsOfFile: f.dir.path("config/backup/config"), encoding: .utf8)
+        XCTAssertFalse(config.contains(secret), "a credential was written to the config")
+    }
+
+    func testWebDAVProfileEndToEnd() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let server = try RcloneServer(.webdav, root: try f.dir.makeFolder("webdav-root"))
+        addTeardownBlock { server.stop() }
+        try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
+        f.extraEnvironment = ["BACKUP_PASSWORD": server.secret]
+        try roundTrip(f, remote: "webdav://\(server.user)@127.0.0.1:\(server.port)/backup", secret: server.secret)
+    }
+
+    func testS3ProfileEndToEnd() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let server = try RcloneServer(.s3, root: try f.dir.makeFolder("s3-root"))
+        addTeardownBlock { server.stop() }
+        try FileManager.default.createDirectory(atPath: server.root + "/bucket", withIntermediateDirectories: true)
+        f.extraEnvironment = [
+            "AWS_ACCESS_KEY_ID": server.user, "AWS_SECRET_ACCESS_KEY": server.secret,
+            "AWS_ENDPOINT_URL": server.address, "AWS_REGION": "us-east-1",
+        ]
+        try roundTrip(f, remote: "s3://bucket/laptop", secret: server.secret)
+    }
+
+    func testMissingCredentialIsNoAccountAndTouchesNothing() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let server = try RcloneServer(.webdav, root: try f.dir.makeFolder("webdav-root"))
+        addTeardownBlock { server.stop() }
+        try f.write("a.txt", "a")
+        let remote = "webdav://\(server.user)@127.0.0.1:\(server.port)/"
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", remote).status, 0)
+        let result = try f.run("sync", "--yes", "--json")
+        XCTAssertEqual(result.status, 3)
+        XCTAssertEqual(result.result?["reason"] as? String, "noAccount")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: server.root), [])
+    }
+
+    func testWrongPasswordFailsFastAsAuthRevokedWithoutPrintingIt() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let server = try RcloneServer(.webdav, root: try f.dir.makeFolder("webdav-root"))
+        addTeardownBlock { server.stop() }
+        try f.write("a.txt", "a")
+        let wrong = "wrong-" + server.secret
+        f.extraEnvironment = ["BACKUP_PASSWORD": wrong]
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", "webdav://\(server.user)@127.0.0.1:\(server.port)/").status, 0)
+        let started = Date()
+        let result = try f.run("sync", "--yes", "--json")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30, "a wrong password must not hang")
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.result?["error"] as? String, "authRevoked")
+        XCTAssertFalse((result.stdout + result.stderr).contains(wrong))
+    }
+}
