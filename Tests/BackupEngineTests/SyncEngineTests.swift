@@ -390,3 +390,31 @@ extension SyncEngineTests {
         XCTAssertEqual(held, .unavailable(.writeHeld(reason: "r")))
     }
 }
+
+extension SyncEngineTests {
+    func testRule03IdentityChangeDropsTheOldAccountsEntries() async throws {
+        let f = try EngineFixture()
+        f.storage.setIdentity(.value("account-A"))
+        _ = completed(try await f.engine.sync(snapshot([hashed("a.txt", "a"), hashed("b.txt", "b")])))
+        // The other account's remote has no b.txt.
+        try f.removeRemote("b.txt")
+        f.storage.setIdentity(.value("account-B"))
+        let report = completed(try await f.engine.sync(snapshot([hashed("a.txt", "a")])))
+        XCTAssertTrue(report.identityReset)
+        XCTAssertEqual(try f.state.entries().keys.sorted(), ["a.txt"], "nothing of account A's state is kept")
+    }
+
+    func testRule03IdentityChangeForgetsTheSyncHistorySoTheEmptyGuardProtectsTheNewAccount() async throws {
+        let f = try EngineFixture(policy: SyncPolicy(shrinkGuard: nil))
+        f.storage.setIdentity(.value("account-A"))
+        _ = completed(try await f.engine.sync(snapshot([hashed("a.txt", "a")])))
+        f.storage.setIdentity(.value("account-B"))
+        // The first run against account B fails before completing...
+        f.storage.resetCalls()
+        f.storage.fail(.put, nth: 1, with: CloudError(.offline, "gone"))
+        _ = try await f.engine.sync(snapshot([hashed("a.txt", "a")]))
+        // ...so an empty source is still a first sync over account B's files.
+        let outcome = try await f.engine.sync(snapshot([]))
+        XCTAssertEqual(outcome, .unavailable(.restorePending))
+    }
+}
