@@ -57,7 +57,7 @@ struct ParallelHasher: Sendable {
         let rootFD = rootFD
         let shared = SharedQueue()
         let work = { @Sendable (_: Int) in
-            var worker = HashWorker(fileSystem: fileSystem, rootFD: rootFD)
+            let worker = HashWorker(fileSystem: fileSystem, rootFD: rootFD)
             var done: [(Int, HashOutcome)] = []
             // Workers pull the next job from a shared counter rather than taking fixed slices,
             // so one large file does not leave the other cores idle.
@@ -108,7 +108,7 @@ private struct HashWorker: ~Copyable {
         EVP_MD_CTX_free(context)
     }
 
-    mutating func hash(_ job: HashJob) -> HashOutcome {
+    func hash(_ job: HashJob) -> HashOutcome {
         let fd = FileName.withCString(job.path) { fileSystem.openFile(rootFD, $0, job.path) }
         if fd < 0 {
             switch -fd {

@@ -91,10 +91,13 @@ public struct ScanNote: Sendable, Equatable, CustomStringConvertible {
         case unreadableFolder
         /// A file that could not be read: its remote copy is kept.
         case unreadableFile
-        /// A file that changed while it was read (backed up as read), or was replaced by another
-        /// file since the walk (kept as it is remotely); read again next time.
+        /// A file that changed while it was read: backed up as read, read again next time.
         case changedWhileReading
-        /// A file deleted or replaced between the listing and the read: left out.
+        /// A file replaced by another one (another inode) between the listing and the read:
+        /// not read, its remote copy kept as it is this run.
+        case replaced
+        /// A file deleted, or replaced by a link or something not a file, between the listing
+        /// and the read: left out.
         case vanished
     }
 

@@ -484,7 +484,7 @@ struct ScanAssembly {
                 let cached = cache[job.path]
                 entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, hash: cached?.hash)
                 notes.append(ScanNote(
-                    kind: .changedWhileReading, path: job.path,
+                    kind: .replaced, path: job.path,
                     message: "\(job.path) was replaced by another file while the tree was scanned; "
                         + "its remote copy is kept as it is, and it is read next time"))
             case .vanished(let why):

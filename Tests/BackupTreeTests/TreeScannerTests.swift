@@ -348,7 +348,7 @@ final class TreeScannerTests: XCTestCase {
         let result = try scan(fileSystem: swapping)
         XCTAssertEqual(result.entries, [.absent("docs/a.txt", size: 4, hash: nil)])
         XCTAssertEqual(result.hashedFiles, 0)
-        XCTAssertEqual(result.notes.map(\.kind), [.changedWhileReading])
+        XCTAssertEqual(result.notes.map(\.kind), [.replaced])
     }
 
     func testAFileReplacedByASaveBeforeItIsReadKeepsItsRemoteCopyThisRun() throws {
@@ -369,7 +369,7 @@ final class TreeScannerTests: XCTestCase {
         let result = try scan(cache: first.fingerprints, fileSystem: saving)
         let cached = try XCTUnwrap(first.fingerprints["doc.txt"])
         XCTAssertEqual(result.entries, [.absent("doc.txt", size: cached.size, hash: cached.hash)])
-        XCTAssertEqual(result.notes.map(\.kind), [.changedWhileReading])
+        XCTAssertEqual(result.notes.map(\.kind), [.replaced])
         XCTAssertEqual(result.removedFingerprints, [])
         // The next scan reads the new file.
         let next = try scan(cache: result.fingerprints)
@@ -575,7 +575,8 @@ final class TreeScannerTests: XCTestCase {
         try dir.makeFolder("src/empty-folder")
         XCTAssertTrue(try scan(ScanOptions(excludes: try PatternList(["*.log"]))).isEmpty)
         XCTAssertFalse(try scan().isEmpty)
-        XCTAssertTrue(try scan().snapshot(marker: Data()).isEmpty == false)
+        XCTAssertFalse(try scan().snapshot(marker: Data()).isEmpty)
+        XCTAssertTrue(empty.snapshot(marker: Data()).isEmpty)
     }
 
     func testAMissingRootOrAFileAsRootIsAClearError() throws {
