@@ -74,8 +74,14 @@ public enum BackupCLI {
         } catch {
             let failure = (error as? AppError) ?? AppError(.failure, String(describing: error))
             if json {
-                output.emit(["event": "result", "status": failure.status == .interrupted ? "interrupted" : "error",
-                             "exit": Int(failure.status.rawValue), "message": failure.message])
+                var result: [String: Any] = ["event": "result", "exit": Int(failure.status.rawValue), "message": failure.message]
+                switch failure.status {
+                case .interrupted: result["status"] = "interrupted"
+                case .unavailable: (result["status"], result["reason"]) = ("unavailable", "busy")
+                case .usage: (result["status"], result["error"]) = ("failed", "usage")
+                default: (result["status"], result["error"]) = ("failed", "local")
+                }
+                output.emit(result)
             } else {
                 output.line("backup: \(failure.message)")
             }

@@ -173,6 +173,17 @@ final class EndToEndTests: XCTestCase {
         XCTAssertEqual(try f.tree(f.remote), [:])
     }
 
+    func testErrorsInJSONModeEndWithAResultLine() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let result = try f.run("sync", "--json")
+        XCTAssertEqual(result.status, 2)
+        XCTAssertEqual(result.result?["status"] as? String, "failed")
+        XCTAssertEqual(result.result?["error"] as? String, "usage")
+        XCTAssertEqual(result.result?["exit"] as? Int, 2)
+        XCTAssertTrue((result.result?["message"] as? String)?.contains("backup init") ?? false)
+    }
+
     func testUsageErrorsExitTwo() throws {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
