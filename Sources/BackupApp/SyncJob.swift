@@ -96,9 +96,14 @@ extension BackupApp {
             // The state's entries are only needed for keep-remotely and for the hashes of
             // absent files in the marker; a plain run does not load them twice.
             let known = (!patterns.keepRemotely.isEmpty || absent > 0) ? try state.entries() : [:]
-            if !patterns.keepRemotely.isEmpty {
+            // Everything the backup holds below a folder that cannot be read now is kept,
+            // not only what the fingerprint cache knew: a permission problem never deletes.
+            let unreadable = scan.unreadableFolders.map { $0 + "/" }
+            if !patterns.keepRemotely.isEmpty || !unreadable.isEmpty {
                 let present = Set(entries.map(\.path))
-                for path in known.keys.sorted() where !present.contains(path) && patterns.keepRemotely.matches(path) {
+                for path in known.keys.sorted() where !present.contains(path) {
+                    let below = unreadable.contains { path.hasPrefix($0) }
+                    guard below || patterns.keepRemotely.matches(path) else { continue }
                     entries.append(.absent(path, size: known[path]?.size ?? 0, hash: known[path]?.hash))
                     absent += 1
                 }

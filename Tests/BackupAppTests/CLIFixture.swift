@@ -41,6 +41,10 @@ final class CLIFixture {
     /// More environment for every run (credentials for a server under test).
     var extraEnvironment: [String: String] = [:]
 
+    /// Run the binary as the unprivileged user `nobody` (via setpriv when the tests run as
+    /// root): root reads any file, so only an ordinary user meets a permission problem.
+    var asNobody = false
+
     var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment.merge(extraEnvironment) { _, new in new }
@@ -53,8 +57,13 @@ final class CLIFixture {
     /// A process for `arguments`, not yet started; stdout to a pipe, stderr to a file.
     func process(_ arguments: [String]) throws -> (Process, Pipe, String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
+        if asNobody && geteuid() == 0 {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", Self.binary] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Self.binary)
+            process.arguments = arguments
+        }
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: dir.path)
         let out = Pipe()

@@ -173,6 +173,40 @@ final class EndToEndTests: XCTestCase {
         XCTAssertEqual(try f.tree(f.remote), [:])
     }
 
+    func testAnUnreadableFolderNeverDeletesWhatTheBackupHoldsOfIt() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        f.asNobody = true
+        for folder in ["", "home", "source", "remote"] { chmod(f.dir.path(folder), 0o777) }
+        try f.write("open/a.txt", "a")
+        try f.write("private/notes.txt", "secret notes")
+        try f.write("private/disk.img", "size compared")
+        try f.write("private/deep/more.txt", "more")
+        for path in ["source/open", "source/private", "source/private/deep"] { chmod(f.dir.path(path), 0o777) }
+        for path in ["source/open/a.txt", "source/private/notes.txt", "source/private/disk.img", "source/private/deep/more.txt"] {
+            chmod(f.dir.path(path), 0o666)
+        }
+        let initialised = try f.run("init", "--source", f.source, "--remote", f.remote)
+        XCTAssertEqual(initialised.status, 0, initialised.stderr)
+        let config = f.dir.path("config/backup/config")
+        var text = try String(contentsOfFile: config, encoding: .utf8)
+        text += "size_compared = *.img\n"
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let first = try f.run("sync", "--yes", "--json")
+        XCTAssertEqual(first.result?["uploaded"] as? Int, 5, first.stdout + first.stderr)
+
+        // The folder becomes unreadable (a permission change, a mount gone wrong).
+        chmod(f.dir.path("source/private"), 0o000)
+        defer { chmod(f.dir.path("source/private"), 0o777) }
+        let second = try f.run("sync", "--json", "--allow-shrink")
+        XCTAssertEqual(second.status, 0, second.stdout + second.stderr)
+        XCTAssertEqual(second.result?["deleted"] as? Int, 0, "nothing below the unreadable folder is deleted")
+        XCTAssertTrue(second.jsonLines.contains { $0["event"] as? String == "note" && ($0["path"] as? String ?? "").hasPrefix("private") },
+                      "the unreadable folder is reported")
+        let remote = try f.tree(f.remote)
+        for path in ["private/notes.txt", "private/disk.img", "private/deep/more.txt"] { XCTAssertNotNil(remote[path], path) }
+    }
+
     func testErrorsInJSONModeEndWithAResultLine() throws {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
