@@ -35,12 +35,15 @@ public struct OptionSpec: Sendable, Equatable {
     public var name: String
     public var value: ValueKind
     public var repeatable: Bool
+    /// The command needs it (`init --source`); the man page's synopsis shows it without brackets.
+    public var required: Bool
     public var help: String
 
-    public init(_ name: String, _ value: ValueKind = .none, repeatable: Bool = false, help: String) {
+    public init(_ name: String, _ value: ValueKind = .none, repeatable: Bool = false, required: Bool = false, help: String) {
         self.name = name
         self.value = value
         self.repeatable = repeatable
+        self.required = required
         self.help = help
     }
 
@@ -113,8 +116,8 @@ public enum CommandTree {
                 "init", summary: "create or replace a profile",
                 discussion: "Writes a profile to the config file (mode 0600). The source folder must exist; a folder remote must exist too, since a missing one usually means a disk that is not mounted.",
                 options: [
-                    OptionSpec("source", .directory("DIR"), help: "The folder to back up."),
-                    OptionSpec("remote", .remote("URL"), help: "Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix."),
+                    OptionSpec("source", .directory("DIR"), required: true, help: "The folder to back up."),
+                    OptionSpec("remote", .remote("URL"), required: true, help: "Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix."),
                     OptionSpec("group", .text("NAME=PATTERN[,required]"), repeatable: true, help: "A restore group: files matching PATTERN; required groups are restored first. Repeat for more patterns or groups."),
                     OptionSpec("exclude", .text("PATTERN"), repeatable: true, help: "A gitignore-style pattern of paths never backed up."),
                     OptionSpec("force", help: "Replace an existing profile of the same name."),

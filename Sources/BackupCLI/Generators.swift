@@ -1,13 +1,1180 @@
-// The man page and the shell completions, made from the command tree.
+// The man page and the shell completion scripts, made from the command tree.
+//
+// Commands, options, their values and their help come from `CommandTree`, so a new option
+// shows up in man/backup.1 and in every completion script once they are regenerated. The
+// prose no tree can hold (the config format, credentials, the guards, JSON lines, the error
+// mapping, examples) is written here as string literals, next to the code that lays it out.
+// The committed files are this file's output, compared byte for byte by GeneratedFilesTests;
+// `BACKUP_RECORD=1 swift test --disable-swift-testing --filter GeneratedFilesTests` (or
+// `make generate`) rewrites them.
+//
+// Every generator returns its text without the final newline: the command's output adds it.
+
+import BackupApp
+import BackupEngine
 
 enum Generators {
-    /// The man page in mdoc.
+    /// The man page, in mdoc(7).
     static func manual() -> String {
-        ".Dd November 30, 2026\n.Dt BACKUP 1\n.Os\n.Sh NAME\n.Nm backup\n.Nd \(CommandTree.root.summary)\n"
+        Manual.page()
     }
 
     /// The completion script for `shell` (bash, zsh, fish), nil for another shell.
     static func completions(_ shell: String) -> String? {
-        nil
+        switch shell {
+        case "bash": BashCompletion.script()
+        case "zsh": ZshCompletion.script()
+        case "fish": FishCompletion.script()
+        default: nil
+        }
     }
+}
+
+// MARK: - The tree, as the generators walk it
+
+/// One command a person can type, and the words that reach it.
+struct CommandEntry {
+    /// The words after `backup`, e.g. ["hold", "set"]; empty for `backup` itself.
+    let path: [String]
+    let spec: CommandSpec
+
+    /// `backup hold set`.
+    var name: String { (["backup"] + path).joined(separator: " ") }
+    /// `hold set`: the key the completion scripts switch on ("" for `backup` itself).
+    var key: String { path.joined(separator: " ") }
+    /// The options accepted here, in the parser's order: the command's own, then the global ones.
+    var options: [OptionSpec] { spec.options + CommandTree.globalOptions }
+    /// The subcommands a person may type (hidden ones left out).
+    var subcommands: [CommandSpec] { spec.subcommands.filter { !$0.hidden } }
+}
+
+extension CommandTree {
+    /// Every visible command, `backup` itself first, then depth first in tree order.
+    static var entries: [CommandEntry] {
+        var result: [CommandEntry] = []
+        func visit(_ spec: CommandSpec, _ path: [String]) {
+            result.append(CommandEntry(path: path, spec: spec))
+            for sub in spec.subcommands where !sub.hidden { visit(sub, path + [sub.name]) }
+        }
+        visit(root, [])
+        return result
+    }
+}
+
+extension ValueKind {
+    /// The kind's name in the completion scripts: what to offer for the value.
+    var completionKind: String? {
+        switch self {
+        case .none: nil
+        case .text: "text"
+        case .choice(let words): "choice:" + words.joined(separator: " ")
+        case .directory: "directory"
+        case .file: "file"
+        case .profile: "profile"
+        // A folder path is the most common remote; URLs are typed by hand.
+        case .remote: "directory"
+        }
+    }
+}
+
+// MARK: - The man page
+
+/// mdoc(7) text, built line by line. Prose goes through `text`, which escapes it, so no
+/// sentence can turn into a request by starting with a dot.
+struct Mdoc {
+    private(set) var lines: [String] = []
+
+    /// A macro line; `line` is macro syntax (`Sh NAME`, `It Fl -json`).
+    mutating func macro(_ line: String) {
+        lines.append("." + line)
+    }
+
+    /// Running text: one sentence per line, as mdoc wants, with `code` shown as ‘code’. After
+    /// a list or a display, it starts a new paragraph.
+    mutating func text(_ prose: String) {
+        if let last = lines.last, last == ".El" || last == ".Ed" { macro("Pp") }
+        lines += Mdoc.textLines(prose)
+    }
+
+    /// Paragraphs (separated by a blank line in `prose`), with `.Pp` between them.
+    mutating func paragraphs(_ prose: String) {
+        for (index, paragraph) in prose.components(separatedBy: "\n\n").enumerated() {
+            if index > 0 { macro("Pp") }
+            text(paragraph.replacingOccurrences(of: "\n", with: " "))
+        }
+    }
+
+    /// A literal display, indented: config files, shell lines, unit files.
+    mutating func literal(_ block: String) {
+        macro("Bd -literal -offset indent")
+        for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+            lines.append(Mdoc.protect(Mdoc.escape(String(line))))
+        }
+        macro("Ed")
+    }
+
+    /// A tag list: each item's head is macro syntax, its body prose.
+    mutating func tagList(_ items: [(head: String, body: String)], width: String = "Ds") {
+        macro("Bl -tag -width \(width)")
+        for item in items {
+            macro("It \(item.head)")
+            paragraphs(item.body)
+        }
+        macro("El")
+    }
+
+    /// Backslashes, which start every roff escape, and anything beyond ASCII as a `\[uXXXX]`
+    /// escape, so the source stays ASCII for every formatter.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar == "\\" {
+                out += "\\e"
+            } else if scalar.isASCII {
+                out.unicodeScalars.append(scalar)
+            } else {
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                out += "\\[u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex + "]"
+            }
+        }
+        return out
+    }
+
+    /// A text line that starts with "." or "'" would be read as a request.
+    static func protect(_ line: String) -> String {
+        line.hasPrefix(".") || line.hasPrefix("'") ? "\\&" + line : line
+    }
+
+    /// A macro argument: escaped, and quoted when it holds a space.
+    static func argument(_ text: String) -> String {
+        let escaped = escape(text).replacingOccurrences(of: "\"", with: "\\(dq")
+        return escaped.contains(" ") ? "\"\(escaped)\"" : escaped
+    }
+
+    static func textLines(_ prose: String) -> [String] {
+        var marked = ""
+        var opening = true
+        for character in escape(prose) {
+            if character == "`" {
+                marked += opening ? "\\(oq" : "\\(cq"
+                opening.toggle()
+            } else {
+                marked.append(character)
+            }
+        }
+        // A new sentence starts a new line: after ". " (or "? ", "! ", ".) ") before a capital
+        // letter or a quote mark.
+        let characters = Array(marked)
+        var lines: [String] = []
+        var current = ""
+        for (index, character) in characters.enumerated() {
+            if character == " ", index > 0, index + 1 < characters.count {
+                let before = characters[index - 1]
+                let ends = ".?!".contains(before)
+                    || (before == ")" && index > 1 && characters[index - 2] == ".")
+                let next = characters[index + 1]
+                if ends && (next.isUppercase || next == "\\") {
+                    lines.append(current)
+                    current = ""
+                    continue
+                }
+            }
+            current.append(character)
+        }
+        lines.append(current)
+        return lines
+            .flatMap { wrap($0.trimmed) }
+            .map(protect)
+    }
+
+    /// A sentence in lines of at most `width` bytes (mandoc's lint asks for 80), broken
+    /// between words.
+    static func wrap(_ sentence: String, width: Int = 80) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in sentence.split(separator: " ") {
+            if !line.isEmpty && line.utf8.count + 1 + word.utf8.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines
+    }
+}
+
+private extension String {
+    /// Without spaces and tabs at either end.
+    var trimmed: String {
+        var text = Substring(self)
+        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
+        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+        return String(text)
+    }
+
+    /// The first letter in upper case: a summary ("create a profile") as a sentence.
+    var sentence: String {
+        guard let first else { return self }
+        let text = first.uppercased() + dropFirst()
+        return text.hasSuffix(".") ? text : text + "."
+    }
+}
+
+enum Manual {
+    /// The page's date: change it with the text.
+    static let date = "November 30, 2026"
+
+    static func page() -> String {
+        var page = Mdoc()
+        page.macro("Dd \(date)")
+        page.macro("Dt BACKUP 1")
+        page.macro("Os")
+        page.macro("Sh NAME")
+        page.macro("Nm backup")
+        page.macro("Nd " + Mdoc.escape(CommandTree.root.summary))
+        synopsis(&page)
+        description(&page)
+        commands(&page)
+        configuration(&page)
+        credentials(&page)
+        guards(&page)
+        restore(&page)
+        json(&page)
+        environment(&page)
+        files(&page)
+        exitStatus(&page)
+        examples(&page)
+        diagnostics(&page)
+        seeAlso(&page)
+        return page.lines.joined(separator: "\n")
+    }
+
+    // MARK: From the tree
+
+    /// `Fl -place Cm all|ask`: an option and its value, as macro syntax.
+    static func syntax(_ option: OptionSpec) -> String {
+        let flag = "Fl -\(option.name)"
+        switch option.value {
+        case .none: return flag
+        case .choice(let words): return flag + " Cm " + Mdoc.argument(words.joined(separator: "|"))
+        default: return flag + " Ar " + Mdoc.argument(option.value.placeholder ?? "")
+        }
+    }
+
+    /// An option in a synopsis: bare when required, bracketed otherwise, `...` when repeatable.
+    static func synopsisPart(_ option: OptionSpec) -> String {
+        if option.required { return syntax(option) }
+        return option.repeatable ? "Oo \(syntax(option)) Oc No ..." : "Op \(syntax(option))"
+    }
+
+    static func synopsis(_ page: inout Mdoc) {
+        page.macro("Sh SYNOPSIS")
+        page.macro("Nm")
+        for option in CommandTree.globalOptions where option.value != .none {
+            page.macro(synopsisPart(option))
+        }
+        page.macro("Ar command")
+        page.macro("Op Ar options")
+        for entry in CommandTree.entries.dropFirst() {
+            page.macro("Nm")
+            page.macro("Cm \(entry.path.joined(separator: " "))")
+            for option in entry.spec.options { page.macro(synopsisPart(option)) }
+            for argument in entry.spec.arguments {
+                page.macro(argument.optional ? "Op Ar \(Mdoc.argument(argument.name))" : "Ar \(Mdoc.argument(argument.name))")
+            }
+        }
+    }
+
+    static func description(_ page: inout Mdoc) {
+        page.macro("Sh DESCRIPTION")
+        page.text(CommandTree.root.discussion)
+        page.macro("Pp")
+        page.paragraphs("""
+            A profile names a source folder and a remote, and says how files are grouped for a restore; \
+            profiles live in the config file (see CONFIGURATION) and are chosen with `--profile` \
+            (default: `default`). `backup init` writes one.
+
+            With no arguments on a terminal, backup opens its full-screen interface; elsewhere it prints \
+            the usage. `sync` and `restore` open their screen when standard input and output are a terminal, \
+            and run scripted with `--no-tui`, with `--json`, or when either is not a terminal (cron, pipes, CI). \
+            Scripted, a progress line goes to standard error, redrawn in place on a terminal and printed at \
+            most once a second otherwise, and a summary goes to standard output at the end. \
+            With `--json`, standard output carries JSON lines instead (see JSON OUTPUT).
+
+            Options are spelled in full (`--name VALUE` or `--name=VALUE`) and may come before or after \
+            the command words. These are accepted by every command:
+            """)
+        optionList(CommandTree.globalOptions, arguments: [], into: &page)
+    }
+
+    static func optionList(_ options: [OptionSpec], arguments: [ArgumentSpec], into page: inout Mdoc) {
+        let items = arguments.map { (head: "Ar \(Mdoc.argument($0.name))", body: $0.help) }
+            + options.map { option -> (head: String, body: String) in
+                let repeatNoted = option.help.lowercased().contains("repeat")
+                return (head: syntax(option), body: option.help + (option.repeatable && !repeatNoted ? " May be given more than once." : ""))
+            }
+        guard !items.isEmpty else { return }
+        page.tagList(items)
+    }
+
+    static func commands(_ page: inout Mdoc) {
+        page.macro("Sh COMMANDS")
+        for entry in CommandTree.entries.dropFirst() {
+            page.macro("Ss \(entry.name)")
+            page.text(entry.spec.summary.sentence)
+            if !entry.spec.discussion.isEmpty { page.paragraphs(entry.spec.discussion) }
+            if !entry.subcommands.isEmpty {
+                page.text("Its commands: " + entry.subcommands.map { "`\(entry.name) \($0.name)`" }.joined(separator: ", ") + ".")
+            }
+            optionList(entry.spec.options, arguments: entry.spec.arguments, into: &page)
+        }
+    }
+
+    // MARK: Prose
+
+    static func configuration(_ page: inout Mdoc) {
+        page.macro("Sh CONFIGURATION")
+        page.paragraphs("""
+            The config file is `$XDG_CONFIG_HOME/backup/config` (default `~/.config/backup/config`), or the \
+            file `--config` names. It holds one section per profile, like rclone's: a `[name]` header, then \
+            `key = value` lines; lines starting with `#` or `;` are comments. Profile and group names are \
+            letters, digits, `-`, `_` and `.`. `backup init` writes the file with mode 0600 and keeps the \
+            other sections, comments included, as they were. A mistake in it names the file, the line and \
+            the key, and exits with status 2 before anything is touched.
+            """)
+        var keys: [(head: String, body: String)] = [
+            ("Cm source", "The folder to back up (required). Regular files are backed up; symbolic links are never followed, and FIFOs, sockets and devices are skipped with a note."),
+            ("Cm remote", "Where the backup goes (required); see Remotes below."),
+            ("Cm exclude", "A pattern of paths never backed up. Repeat the key for more."),
+            ("Cm size_compared", "A pattern of files compared by size and modification only, never hashed: large media, disk images. Repeat for more."),
+            ("Cm keep_remotely", "A pattern of files kept on the remote after they are deleted here. Repeat for more."),
+            ("Cm group.\\& Ns Ar NAME", "A pattern of the restore group NAME. Groups are restored in the order they first appear; repeat the key for more patterns. Files in no group form a last group of their own."),
+            ("Cm group.\\& Ns Ar NAME Ns Cm .required", "`yes` or `no`: a required group is restored before every other group, and a failure in it fails the restore."),
+        ]
+        for key in Profile.providerKeys {
+            keys.append(("Cm \(key)", providerKeys[key] ?? "Not yet described."))
+        }
+        page.tagList(keys, width: "keep_remotely")
+
+        page.macro("Ss Remotes")
+        page.tagList([
+            ("Pa /path/to/folder , Pa file:///path/to/folder", "A folder on another disk or a mounted NAS share: the embedded default, needing no credentials. It must exist; a missing one is usually an unmounted disk, so it is never created."),
+            ("Cm webdav://[user@]host[:port]/path , Cm webdavs://...", "A folder on a WebDAV server over http; `webdavs://` for https. The folder must exist on the server."),
+            ("Cm s3://bucket[/prefix]", "A bucket, or a prefix in it, on AWS S3 or S3-compatible storage (Backblaze B2, Wasabi, MinIO, Ceph, Garage)."),
+        ])
+        page.text("A password in a URL is refused: it would end up in the shell history and the process list.")
+
+        page.macro("Ss Patterns")
+        page.paragraphs("""
+            Patterns are gitignore-style and match paths relative to the source. `*` matches within one \
+            folder name and `?` one character; `**` as a whole segment matches any depth (`**/cache`, \
+            `photos/**`); `[a-z]` matches a class. A pattern with no `/` matches a name at any depth \
+            (`*.jpg`); one with a `/` is anchored at the source (`docs/taxes`); a trailing `/` matches \
+            folders only (`cache/`); a pattern that matches a folder matches everything below it. A leading \
+            `!` negates an earlier match. Matching is case-sensitive.
+
+            A `.backupignore` file at the top of the source adds exclude patterns, one a line.
+            """)
+
+        page.macro("Ss Example profiles")
+        page.text("One profile for each kind of remote:")
+        page.literal("""
+            # A folder on another disk (the default provider).
+            [default]
+            source = /home/alice
+            remote = /mnt/backup/alice
+            exclude = .cache/
+            exclude = *.tmp
+            size_compared = Videos/
+            keep_remotely = Archive/
+            group.papers = Documents/taxes/
+            group.papers.required = yes
+            group.photos = *.jpg
+
+            # A WebDAV drive (a NAS; for Nextcloud, the folder's path
+            # is /remote.php/dav/files/USER/FOLDER).
+            [nas]
+            source = /home/alice/Documents
+            remote = webdavs://alice@nas.example.org/backup/laptop
+            password_command = pass show cloud.example.org
+            transfers = 8
+
+            # S3-compatible storage; the keys come from AWS_ACCESS_KEY_ID
+            # and AWS_SECRET_ACCESS_KEY.
+            [b2]
+            source = /home/alice/Photos
+            remote = s3://alice-photos/laptop
+            endpoint = https://s3.eu-central-003.backblazeb2.com
+            region = eu-central-003
+            """)
+    }
+
+    /// What each provider setting does; a key without an entry shows as "Not yet described."
+    /// and fails ManPageTests.
+    static let providerKeys: [String: String] = [
+        "user": "WebDAV: the user, when the remote URL names none.",
+        "password_command": "WebDAV: a command run by /bin/sh whose first line of output is the password, used when `BACKUP_PASSWORD` is not set. It is run again once if the server refuses the password.",
+        "ca_file": "WebDAV and S3 over https: a PEM file of the certificate authorities to trust, for a NAS with a self-signed certificate. TLS is always verified; there is no way to turn it off.",
+        "transfers": "WebDAV and S3: how many uploads run at once, 1 to 64 (default 4).",
+        "region": "S3: the region (default: `AWS_REGION`, else us-east-1).",
+        "endpoint": "S3: the endpoint URL of S3-compatible storage (default: `AWS_ENDPOINT_URL`, else AWS itself).",
+        "path_style": "S3: `yes` for path-style addressing (endpoint/bucket/key) rather than bucket.endpoint/key; by default path style is used for a custom endpoint or a bucket name DNS cannot carry.",
+    ]
+
+    static func credentials(_ page: inout Mdoc) {
+        page.macro("Sh CREDENTIALS")
+        page.paragraphs("""
+            Credentials never go on the command line, and never appear in messages, logs or JSON output. \
+            A folder remote needs none.
+
+            WebDAV: the user comes from the remote URL (`webdavs://alice@host/path`), else from the profile's \
+            `user` key; the password from the environment variable `BACKUP_PASSWORD`, else from the profile's \
+            `password_command` (for example `pass show nas`, or `secret-tool lookup service backup`).
+
+            S3: the keys come from `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, with `AWS_SESSION_TOKEN` for \
+            temporary keys. The endpoint and region come from the profile's `endpoint` and `region` keys, else \
+            from `AWS_ENDPOINT_URL` and `AWS_REGION`. The same bucket reached with rotated keys keeps its \
+            identity; another account or bucket is a new remote.
+
+            When a credential is missing, nothing touches the remote: the run ends unavailable with reason \
+            `noAccount` (exit status 3). A refused credential fails fast with `authRevoked` (exit status 1); \
+            it never hangs.
+            """)
+    }
+
+    static func guards(_ page: inout Mdoc) {
+        page.macro("Sh GUARANTEES AND GUARDS")
+        page.paragraphs("""
+            The remote is the truth and the local state only a cache of it: every sync lists the remote \
+            and compares it with the source, so `backup forget` is always safe. A sync uploads first \
+            (size-compared files before hashed ones), deletes after, and writes the marker last: the marker \
+            is the commit point. Every file goes to a temporary name and is renamed into place, so no \
+            half-written file ever has its real name, and the state is saved after every write: a run \
+            stopped at any point, even by `kill -9` or a power cut, continues with only what it had not \
+            finished. A file that cannot be read now is kept on the remote, never deleted. If the remote's \
+            identity changes (another disk, account or bucket), the state starts over with a full upload, \
+            never a merge. Two runs of one profile never interleave: the second waits two seconds, then \
+            exits with status 3 naming the process that holds the profile.
+
+            Each guard below stops a sync before it writes anything, reports why (the `reason` key of \
+            the JSON result) and exits with status 3.
+            """)
+        page.tagList([
+            ("Sy Consent Pq Cm needsConsent", "The first sync to a remote nobody has confirmed writes nothing. It protects a remote typed by mistake, or someone else's folder. Lift it once with `backup sync --yes` (the full-screen interface asks); the consent is stored."),
+            ("Sy Empty guard Pq Cm restorePending", "An empty source (an unmounted drive, a new machine, a mistyped path) is never mirrored over a remote that already holds files and was never synced from here: that would delete the whole backup. Lift it by restoring first (`backup restore`), which also seeds the state so the next sync uploads nothing, or by pointing the profile at another remote. Once this machine has synced to the remote, an emptied source meets the shrink guard instead."),
+            ("Sy Shrink guard Pq Cm shrinkSuspected", "A run that would delete more than half of the files in the backup (once it holds at least four) is refused: a half-mounted disk, a moved folder, or an `rm -rf` in the wrong place would otherwise take the backup with it. Check that the source is complete; if you really deleted those files, lift it for one run with `backup sync --allow-shrink`."),
+            ("Sy Hold Pq Cm writeHeld", "`backup hold set REASON` stops every sync of the profile from writing, including one already running, before its next write. Use it when something looks wrong (files encrypted by malware, a disk about to be swapped) and you want the backup left exactly as it is. `backup hold` shows it, `backup status` shows the reason, and `backup hold clear` lifts it. Restores are not held."),
+        ], width: "Ds")
+    }
+
+    static func restore(_ page: inout Mdoc) {
+        page.macro("Sh RESTORE AND RESUME")
+        page.paragraphs("""
+            `backup restore` probes the remote, reads the marker the last sync wrote and plans by its groups, \
+            required groups first. Files download into the staging folder `.backup-staging` inside the target, \
+            are checked against the SHA-256 in the marker, and are then placed one group at a time. Nothing is \
+            ever written outside the target: a remote path that would land outside it is refused and reported.
+
+            A local file that differs from the backup is never replaced without `--overwrite`: its group is \
+            not placed, and reported (a `conflict` event). `--place ask` asks before each group on the terminal \
+            (place, reject, or list the files); `--place all`, the default, places every group. `--only GROUP` \
+            restores only the groups named.
+
+            A file that fails three times is skipped (the restore ends incomplete, exit status 4); a failure \
+            in a required group fails the restore. The restore's record is saved after every download and \
+            every placement, so after any stop `backup restore --resume` continues where it stopped; \
+            `--reset-attempts` tries skipped files again. If a sync wrote a new backup in the meantime, the \
+            resume ends with `sourceChanged`: start a new restore.
+
+            `backup restore --remote URL --to DIR` restores without a profile, as on a new machine (its record \
+            is kept per target folder). A restore into a profile's own source seeds its sync state with every \
+            file it verified, so the next `backup sync` uploads none of them again.
+            """)
+    }
+
+    static func json(_ page: inout Mdoc) {
+        page.macro("Sh JSON OUTPUT")
+        page.paragraphs("""
+            With `--json`, `sync`, `restore`, `status` and `probe` print JSON lines on standard output: one \
+            object per line, each with an `event` key. The last line of a run is its `result`. Messages for \
+            people still go to standard error. Scripts should ignore keys they do not know.
+            """)
+        page.tagList([
+            ("Cm scanned", "The scan of the source finished: `files`, `bytes`, and `hashed`, the files read and hashed this run (the others came from the fingerprint cache)."),
+            ("Cm note", "Something about one path: `path` and `message` (a special file skipped, a file that cannot be read)."),
+            ("Cm progress", "At most ten a second, and always the last one. For a sync, `done` and `total` steps (uploads and deletes) and `bytes` sent. For a restore, `done` and `total` files placed, `staged` (downloaded and checked), `groups_done`, `groups_total` and `bytes` received."),
+            ("Cm conflict", "A group was not placed because it would replace local files that differ: `group` and `paths`."),
+            ("Cm status", "The answer of `backup status`: `profile`, `source`, `remote`, `remote_files` and `remote_bytes` (what the state records), `local_files`, `symlinks_skipped`, `last_sync` (ISO 8601, or null), `hold` (its reason, or null), and what a sync would do now: `would_upload` and `would_delete`, or `would` (the reason it would not run, or `failed` with `error`)."),
+            ("Cm result", "The outcome: `status` is `completed`, `partial` (a restore with files pending or a group not placed), `unavailable` (with `reason`) or `failed` (with `error` and `message`)."),
+        ], width: "conflict")
+        page.text("The other keys of `result`, by command:")
+        page.tagList([
+            ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded`, `deleted`, `bytes` (sent), `unchanged`, `delete_failures` (objects with `path`, `error` and `message`, retried next run) and `unreadable` (paths not uploaded); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too."),
+            ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine."),
+            ("Cm probe", "`profile`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`."),
+        ], width: "restore")
+        let reasons = [
+            ("noAccount", "credentials are missing"),
+            ("needsConsent", "the first sync to this remote needs `--yes`"),
+            ("restorePending", "the empty guard"),
+            ("shrinkSuspected", "the shrink guard"),
+            ("writeHeld", "the hold"),
+            ("sourceChanged", "a new backup was written since the restore started"),
+            ("sourceUnavailable", "the backup a resumed restore came from is gone"),
+            ("notReady", "files but no readable marker, as while a sync runs"),
+            ("notAvailable", "the remote is not there"),
+            ("none", "the remote holds nothing to restore"),
+        ]
+        page.text("The `reason` of an unavailable result: " + reasons.map { "`\($0.0)` (\($0.1))" }.joined(separator: ", ")
+            + ". The `error` of a failed result is one of the kinds under DIAGNOSTICS.")
+        page.macro("Pp")
+        page.paragraphs("""
+            When a command cannot run at all (a usage or config error, a busy profile, an interruption), the \
+            result is `{"event":"result","status":"error","exit":2,"message":"..."}`, with `status` \
+            `interrupted` after SIGINT or SIGTERM.
+
+            A file name that is not valid UTF-8 is shown with each invalid byte written as \
+            \u{201B} and two hex digits; a path key then has a twin with `_base64` added (`path_base64`, \
+            `target_base64`) holding the name's exact bytes, and a list of paths (`would_upload`, \
+            `would_delete`, `refused`, `pending_paths`) has a twin object mapping each such path to its bytes.
+            """)
+    }
+
+    static func environment(_ page: inout Mdoc) {
+        page.macro("Sh ENVIRONMENT")
+        page.tagList([
+            ("Ev XDG_CONFIG_HOME", "The folder of the config file, `backup/config` below it (default `~/.config`). A relative value is ignored."),
+            ("Ev XDG_STATE_HOME", "The folder of each profile's state, `backup/PROFILE/` below it (default `~/.local/state`). A relative value is ignored."),
+            ("Ev BACKUP_PASSWORD", "The WebDAV password; the profile's `password_command` is used when it is not set."),
+            ("Ev AWS_ACCESS_KEY_ID , Ev AWS_SECRET_ACCESS_KEY", "The S3 keys."),
+            ("Ev AWS_SESSION_TOKEN", "The session token of temporary S3 keys."),
+            ("Ev AWS_ENDPOINT_URL", "The S3 endpoint, when the profile has no `endpoint` key (`AWS_ENDPOINT_URL_S3` wins over it)."),
+            ("Ev AWS_REGION", "The S3 region, when the profile has no `region` key (`AWS_DEFAULT_REGION` is read when it is not set)."),
+            ("Ev NO_COLOR", "When set to anything, the full-screen interface uses no colour."),
+        ], width: "XDG_CONFIG_HOME")
+    }
+
+    static func files(_ page: inout Mdoc) {
+        page.macro("Sh FILES")
+        page.tagList([
+            ("Pa ~/.config/backup/config", "The config file (mode 0600)."),
+            ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /sync.db", "The sync state: what the remote holds, the fingerprint cache, the consent and the hold (SQLite)."),
+            ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /restore.db", "The record of the last restore, for `--resume`."),
+            ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /lock", "Keeps two runs of the profile apart; holds the running process's id."),
+            ("Pa ~/.local/state/backup/restore- Ns Ar ID Ns Pa /restore.db", "The record of a restore with `--remote` and no profile, one per target folder."),
+            ("Ar SOURCE Ns Pa /.backupignore", "Exclude patterns kept with the source."),
+            ("Ar REMOTE Ns Pa /.backup-marker", "The marker: the groups and every hashed file's SHA-256, written last by each sync."),
+            ("Ar TARGET Ns Pa /.backup-staging", "Where a restore's downloads wait to be placed."),
+        ])
+    }
+
+    static func exitStatus(_ page: inout Mdoc) {
+        page.macro("Sh EXIT STATUS")
+        page.tagList(ExitStatus.allCases.map { (head: "\($0.rawValue)", body: meaning($0)) }, width: "130")
+    }
+
+    /// What an exit status tells a script; a switch, so a new status cannot go undocumented.
+    static func meaning(_ status: ExitStatus) -> String {
+        switch status {
+        case .success: "Completed."
+        case .failure: "Failed: the remote or this machine failed (see DIAGNOSTICS). What finished is recorded, and the next run continues from there."
+        case .usage: "A usage or config error: a wrong option, a mistake in the config file, an unknown profile. Nothing was touched."
+        case .unavailable: "Unavailable: missing credentials, consent not given, a guard, the hold, a backup changed under a resumed restore, or another run using the profile. Nothing was written."
+        case .incomplete: "The restore is incomplete: files are pending or a group was not placed. Run `backup restore --resume`."
+        case .interrupted: "Interrupted by SIGINT or SIGTERM. The state and the restore record are saved; the next run continues."
+        }
+    }
+
+    static func examples(_ page: inout Mdoc) {
+        page.macro("Sh EXAMPLES")
+        page.text("The first backup of your home folder to a mounted disk, then every later one:")
+        page.literal("""
+            $ backup init --source ~ --remote /mnt/backup/home \\
+                --group papers=Documents/,required --exclude .cache/
+            $ backup sync --yes
+            $ backup sync
+            """)
+        page.text("Restore the backup into a new folder, to look at it or copy files back:")
+        page.literal("$ backup restore --to ~/restored")
+        page.text("A sync every night at 02:30 from cron(8); cron mails what it prints, and the exit status tells a wrapper what happened:")
+        page.literal("30 2 * * * /usr/local/bin/backup sync --profile default")
+        page.text("The same with a systemd user timer. `Persistent=true` runs a sync missed while the machine was off; a guard or the hold makes the service fail (exit status 3), so it shows in `systemctl --user --failed`.")
+        page.literal("""
+            # ~/.config/systemd/user/backup.service
+            [Unit]
+            Description=Back up with backup(1)
+
+            [Service]
+            Type=oneshot
+            ExecStart=/usr/local/bin/backup sync --profile default
+            """)
+        page.literal("""
+            # ~/.config/systemd/user/backup.timer
+            [Unit]
+            Description=Back up every night
+
+            [Timer]
+            OnCalendar=*-*-* 02:30
+            Persistent=true
+
+            [Install]
+            WantedBy=timers.target
+            """)
+        page.literal("$ systemctl --user enable --now backup.timer")
+        page.text("Restore to a new machine from the remote alone, with no profile:")
+        page.literal("""
+            $ export AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=...
+            $ backup restore --remote s3://alice-photos/laptop --to ~/Photos
+            """)
+        page.text("Or create the profile first and restore into its source, so the next sync uploads nothing again:")
+        page.literal("""
+            $ mkdir ~/Documents
+            $ backup init --profile docs --source ~/Documents \\
+                --remote webdavs://alice@cloud.example.org/backup
+            $ BACKUP_PASSWORD=... backup restore --profile docs
+            $ BACKUP_PASSWORD=... backup sync --profile docs --yes
+            """)
+        page.text("Stop every write while something is wrong, and let syncs go on later:")
+        page.literal("""
+            $ backup hold set "files look encrypted, checking"
+            $ backup hold clear
+            """)
+        page.text("In a script, the result line of a sync:")
+        page.literal("$ backup sync --json | jq -c 'select(.event == \"result\")'")
+    }
+
+    static func diagnostics(_ page: inout Mdoc) {
+        page.macro("Sh DIAGNOSTICS")
+        page.paragraphs("""
+            Messages go to standard error, start with `backup:`, and say what happened, which file, key, \
+            server or path was involved, and what to do.
+
+            Every failure of a remote maps onto one kind, the same for each provider; the kind is the `error` \
+            of a failed JSON result. Throttling (HTTP 429 or 503) is retried three times, waiting as \
+            `Retry-After` says (ten seconds at most); a dropped connection, a stalled transfer and HTTP 500, \
+            502 and 504 are retried too, for requests that can be repeated.
+            """)
+        page.macro("Bl -tag -width Ds")
+        for kind in CloudError.Kind.allCases {
+            guard let row = mapping(kind) else { continue }
+            page.macro("It Cm \(Words.key(kind))")
+            page.text(row.situation.sentence)
+            page.macro("Bl -tag -width WebDAV: -compact")
+            for (provider, cause) in [("folder:", row.folder), ("WebDAV:", row.webdav), ("S3:", row.s3)] {
+                page.macro("It \(provider)")
+                page.text(cause)
+            }
+            page.macro("El")
+        }
+        page.macro("El")
+    }
+
+    /// The error mapping of DESIGN.md, as the providers implement it; a switch, so a new kind
+    /// cannot go undocumented. Nil for a kind no provider returns.
+    static func mapping(_ kind: CloudError.Kind) -> (situation: String, folder: String, webdav: String, s3: String)? {
+        switch kind {
+        case .storageFull:
+            ("out of space or over quota",
+             "ENOSPC, EDQUOT",
+             "HTTP 507",
+             "`QuotaExceeded`, `StorageFull`, HTTP 507")
+        case .authRevoked:
+            ("the credentials were refused",
+             "does not occur (permissions are `transport`)",
+             "HTTP 401 (after running `password_command` once more), HTTP 403",
+             "HTTP 401, HTTP 403 (`AccessDenied`, `InvalidAccessKeyId`, `SignatureDoesNotMatch`, ...)")
+        case .offline:
+            ("the remote cannot be reached",
+             "does not occur",
+             "connection refused, host not found, connect timeout, TLS certificate refused or bad `ca_file`",
+             "the same")
+        case .notFound:
+            ("a file to read is absent (a delete of an absent file succeeds)",
+             "ENOENT",
+             "HTTP 404",
+             "HTTP 404 (`NoSuchKey`)")
+        case .notAvailable:
+            ("the remote itself is missing: an unmounted disk, a missing folder or bucket",
+             "the folder does not exist or is not a folder",
+             "HTTP 404, 405 or 409 on the folder",
+             "`NoSuchBucket`")
+        case .transport:
+            ("anything else, including throttling that outlasts its retries",
+             "EACCES, EPERM, EROFS and any other errno",
+             "HTTP 429 or 503 after three retries, other statuses, a dropped or stalled connection",
+             "the same as WebDAV, `SlowDown`, `RequestTimeTooSkewed` (a wrong clock), a bucket in another region")
+        case .needsConsent:
+            nil
+        }
+    }
+
+    static func seeAlso(_ page: inout Mdoc) {
+        page.macro("Sh SEE ALSO")
+        // Not .Xr: mandoc -Tlint reports a referenced page that is not installed, and container
+        // images ship without manual pages.
+        page.tagList([
+            ("Sy rsync Pq Lk https://rsync.samba.org/", "Copies and mirrors trees fast; nothing stops it from mirroring an emptied source."),
+            ("Sy rclone Pq Lk https://rclone.org/", "Syncs to and from dozens of cloud services; the same INI-style config and the same plain files on the remote."),
+            ("Sy restic Pq Lk https://restic.net/", "Encrypted, deduplicated snapshots; the backup is readable only through restic."),
+        ])
+    }
+}
+
+// MARK: - Completion scripts
+
+/// Words quoted for the scripts, so help text with quotes or `$` stays literal.
+enum ShellQuote {
+    /// A POSIX single-quoted word (bash, zsh).
+    static func posix(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    /// A fish single-quoted word.
+    static func fish(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
+
+    /// The first sentence of a help text, without its period: what fits a completion menu.
+    static func short(_ help: String) -> String {
+        var text = help
+        if let end = text.range(of: ". ") { text = String(text[..<end.lowerBound]) }
+        if text.hasSuffix(".") { text.removeLast() }
+        return text
+    }
+}
+
+/// The bash script: tables made from the tree (subcommands, options, value kinds per command
+/// path), and a fixed walker that finds the command path in the words typed so far.
+enum BashCompletion {
+    static func script() -> String {
+        let entries = CommandTree.entries
+        var lines: [String] = [
+            "# bash completion for backup(1)",
+            "# Generated by `backup generate-completions bash` from the command tree; do not edit.",
+            "# Installed as $PREFIX/share/bash-completion/completions/backup.",
+            "",
+            "# The commands that follow the command path $1 (\"\" for backup itself, \"hold\", ...).",
+            "_backup_subcommands() {",
+            "    case $1 in",
+        ]
+        for entry in entries where !entry.subcommands.isEmpty {
+            lines.append("        \(ShellQuote.posix(entry.key))) echo \(ShellQuote.posix(entry.subcommands.map(\.name).joined(separator: " "))) ;;")
+        }
+        lines += [
+            "    esac",
+            "}",
+            "",
+            "# The options of the command at path $1.",
+            "_backup_options() {",
+            "    case $1 in",
+        ]
+        for entry in entries {
+            lines.append("        \(ShellQuote.posix(entry.key))) echo \(ShellQuote.posix(entry.options.map { "--" + $0.name }.joined(separator: " "))) ;;")
+        }
+        lines += [
+            "    esac",
+            "}",
+            "",
+            "# What option $2 takes at path $1: choice:WORDS, directory, file, profile or text;",
+            "# nothing for a flag.",
+            "_backup_value() {",
+            "    case \"$1:$2\" in",
+        ]
+        for entry in entries {
+            for option in entry.spec.options {
+                guard let kind = option.value.completionKind else { continue }
+                lines.append("        \(ShellQuote.posix(entry.key + ":--" + option.name))) echo \(ShellQuote.posix(kind)) ;;")
+            }
+        }
+        for option in CommandTree.globalOptions {
+            guard let kind = option.value.completionKind else { continue }
+            lines.append("        *:--\(option.name)) echo \(ShellQuote.posix(kind)) ;;")
+        }
+        lines += [
+            "    esac",
+            "}",
+        ]
+        return lines.joined(separator: "\n") + "\n" + walker
+    }
+
+    static let walker = #"""
+
+        # The profile names: the section headers of the config file (--config FILE when given,
+        # else $XDG_CONFIG_HOME/backup/config, default ~/.config/backup/config).
+        _backup_profiles() {
+            local config="" i line
+            for ((i = 1; i < cword; i++)); do
+                case ${words[i]} in
+                    --config) config=${words[i + 1]} ;;
+                    --config=*) config=${words[i]#--config=} ;;
+                esac
+            done
+            if [[ -z $config ]]; then
+                local base=${XDG_CONFIG_HOME-}
+                [[ $base == /* ]] || base=$HOME/.config
+                config=$base/backup/config
+            fi
+            [[ $config == "~/"* ]] && config=$HOME/${config#"~/"}
+            [[ -r $config ]] || return 0
+            local header='^[[:space:]]*\[[[:space:]]*([^][:space:]]+)[[:space:]]*\][[:space:]]*$'
+            while IFS= read -r line || [[ -n $line ]]; do
+                [[ $line =~ $header ]] && printf '%s\n' "${BASH_REMATCH[1]}"
+            done <"$config"
+        }
+
+        # Offers a value of kind $1 (see _backup_value) for the word at the cursor.
+        _backup_complete_value() {
+            local IFS=$' \t\n'
+            case $1 in
+                choice:*) COMPREPLY=($(compgen -W "${1#choice:}" -- "$cur")) ;;
+                profile) COMPREPLY=($(compgen -W "$(_backup_profiles)" -- "$cur")) ;;
+                directory)
+                    if declare -F _filedir >/dev/null; then
+                        _filedir -d
+                    else
+                        compopt -o filenames 2>/dev/null
+                        IFS=$'\n'
+                        COMPREPLY=($(compgen -d -- "$cur"))
+                    fi
+                    ;;
+                file)
+                    if declare -F _filedir >/dev/null; then
+                        _filedir
+                    else
+                        compopt -o filenames 2>/dev/null
+                        IFS=$'\n'
+                        COMPREPLY=($(compgen -f -- "$cur"))
+                    fi
+                    ;;
+            esac
+        }
+
+        _backup() {
+            local cur prev words cword split=false
+            if declare -F _init_completion >/dev/null; then
+                _init_completion -s || return
+            else
+                # Without bash-completion: the words of the line up to the cursor.
+                local line=${COMP_LINE:0:COMP_POINT}
+                read -ra words <<<"$line"
+                [[ $line == *[[:space:]] || ${#words[@]} -eq 0 ]] && words+=("")
+                cword=$((${#words[@]} - 1))
+                ((cword > 0)) || return 0
+                cur=${words[cword]}
+                prev=${words[cword - 1]}
+                if [[ $cur == --*=* ]]; then
+                    prev=${cur%%=*} cur=${cur#*=} split=true
+                fi
+            fi
+
+            # Walk the words before the cursor: command words deepen the path, an option that
+            # takes a value skips it, anything else is an argument.
+            local path="" word i skip=false arguments=0
+            for ((i = 1; i < cword; i++)); do
+                word=${words[i]}
+                if $skip; then
+                    skip=false
+                    continue
+                fi
+                case $word in
+                    --*=* | -) ;;
+                    --*) [[ -n $(_backup_value "$path" "$word") ]] && skip=true ;;
+                    -*) ;;
+                    *)
+                        if ((arguments == 0)) && [[ " $(_backup_subcommands "$path") " == *" $word "* ]]; then
+                            path=${path:+$path }$word
+                        else
+                            arguments=$((arguments + 1))
+                        fi
+                        ;;
+                esac
+            done
+
+            if $split; then
+                _backup_complete_value "$(_backup_value "$path" "$prev")"
+            elif $skip; then
+                _backup_complete_value "$(_backup_value "$path" "${words[cword - 1]}")"
+            elif [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$(_backup_options "$path")" -- "$cur"))
+            elif ((arguments == 0)); then
+                COMPREPLY=($(compgen -W "$(_backup_subcommands "$path")" -- "$cur"))
+            fi
+            return 0
+        }
+
+        complete -F _backup backup
+        """#
+}
+
+/// The zsh script: one `_arguments` function per command, made from the tree.
+enum ZshCompletion {
+    static func script() -> String {
+        var lines: [String] = [
+            "#compdef backup",
+            "# zsh completion for backup(1)",
+            "# Generated by `backup generate-completions zsh` from the command tree; do not edit.",
+            "# Installed as $PREFIX/share/zsh/site-functions/_backup.",
+            profiles,
+        ]
+        for entry in CommandTree.entries {
+            lines.append("")
+            lines += function(entry)
+        }
+        lines += ["", "_backup \"$@\""]
+        return lines.joined(separator: "\n")
+    }
+
+    static func functionName(_ entry: CommandEntry) -> String {
+        (["_backup"] + entry.path).joined(separator: "_").replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// `_arguments` text: `\`, `:` and, inside a `[description]`, the brackets escaped.
+    static func escape(_ text: String, brackets: Bool = false) -> String {
+        var out = ""
+        for character in text {
+            if "\\:".contains(character) || (brackets && "[]".contains(character)) { out.append("\\") }
+            out.append(character)
+        }
+        return out
+    }
+
+    static func spec(_ option: OptionSpec) -> String {
+        let help = escape(ShellQuote.short(option.help), brackets: true)
+        let prefix = option.repeatable ? "*" : ""
+        guard let placeholder = option.value.placeholder else {
+            return ShellQuote.posix("\(prefix)--\(option.name)[\(help)]")
+        }
+        let action: String
+        switch option.value {
+        case .none, .text: action = " "
+        case .choice(let words): action = "(" + words.joined(separator: " ") + ")"
+        case .directory, .remote: action = "_files -/"
+        case .file: action = "_files"
+        case .profile: action = "_backup_profiles"
+        }
+        return ShellQuote.posix("\(prefix)--\(option.name)=[\(help)]:\(escape(placeholder)):\(action)")
+    }
+
+    static func function(_ entry: CommandEntry) -> [String] {
+        var specs = entry.options.map(spec)
+        for argument in entry.spec.arguments {
+            specs.append(ShellQuote.posix("\(argument.optional ? "::" : ":")\(escape(argument.name)): "))
+        }
+        let name = functionName(entry)
+        let context = entry.path.isEmpty ? "backup" : "backup-" + entry.path.joined(separator: "-")
+        guard !entry.subcommands.isEmpty else {
+            return ["\(name)() {", "  _arguments -S \\"] + specs.map { "    \($0) \\" } + ["    && return 0", "  return 1", "}"]
+        }
+        var lines = [
+            "\(name)() {",
+            "  local curcontext=$curcontext state state_descr line ret=1",
+            "  typeset -A opt_args",
+        ]
+        if entry.path.isEmpty {
+            // Every word of the line, before `*::` narrows $words, for _backup_profiles.
+            lines.append("  local -a _backup_words")
+            lines.append("  _backup_words=(\"${words[@]}\")")
+        }
+        lines.append("  _arguments -C -S \\")
+        lines += specs.map { "    \($0) \\" }
+        lines += [
+            "    '1: :->command' \\",
+            "    '*:: :->argument' && ret=0",
+            "  case $state in",
+            "    (command)",
+            "      local -a commands",
+            "      commands=(",
+        ]
+        lines += entry.subcommands.map { "        " + ShellQuote.posix(escape($0.name) + ":" + $0.summary) }
+        lines += [
+            "      )",
+            "      _describe -t commands \(ShellQuote.posix(entry.name + " command")) commands && ret=0",
+            "      ;;",
+            "    (argument)",
+            "      curcontext=${curcontext%:*:*}:\(context)-$words[1]:",
+            "      case $words[1] in",
+        ]
+        for sub in entry.subcommands {
+            let child = CommandEntry(path: entry.path + [sub.name], spec: sub)
+            lines.append("        (\(sub.name)) \(functionName(child)) && ret=0 ;;")
+        }
+        lines += [
+            "      esac",
+            "      ;;",
+            "  esac",
+            "  return ret",
+            "}",
+        ]
+        return lines
+    }
+
+    static let profiles = #"""
+
+        # The profile names: the section headers of the config file (--config FILE when given,
+        # else $XDG_CONFIG_HOME/backup/config, default ~/.config/backup/config).
+        (( $+functions[_backup_profiles] )) ||
+        _backup_profiles() {
+          local config line i base
+          local -a profiles
+          for (( i = 1; i < $#_backup_words; i++ )); do
+            case $_backup_words[i] in
+              (--config) config=$_backup_words[i+1] ;;
+              (--config=*) config=${_backup_words[i]#--config=} ;;
+            esac
+          done
+          if [[ -z $config ]]; then
+            base=$XDG_CONFIG_HOME
+            [[ $base == /* ]] || base=$HOME/.config
+            config=$base/backup/config
+          fi
+          [[ $config == '~/'* ]] && config=$HOME/${config#'~/'}
+          if [[ -r $config ]]; then
+            while IFS= read -r line || [[ -n $line ]]; do
+              [[ $line =~ '^[[:space:]]*\[[[:space:]]*([^][:space:]]+)[[:space:]]*\][[:space:]]*$' ]] &&
+                profiles+=($match[1])
+            done <$config
+          fi
+          _wanted profiles expl 'profile' compadd -a profiles
+        }
+        """#
+}
+
+/// The fish script: `complete` lines made from the tree, guarded by the command path.
+enum FishCompletion {
+    static func script() -> String {
+        let entries = CommandTree.entries
+        var lines: [String] = [
+            "# fish completion for backup(1)",
+            "# Generated by `backup generate-completions fish` from the command tree; do not edit.",
+            "# Installed as $PREFIX/share/fish/vendor_completions.d/backup.fish.",
+            "",
+            "# The commands that follow the command path $argv[1] (\"\" for backup itself).",
+            "function __backup_subcommands",
+            "    switch \"$argv[1]\"",
+        ]
+        for entry in entries where !entry.subcommands.isEmpty {
+            lines.append("        case \(ShellQuote.fish(entry.key))")
+            lines.append("            printf '%s\\n' \(entry.subcommands.map { ShellQuote.fish($0.name) }.joined(separator: " "))")
+        }
+        lines += [
+            "    end",
+            "end",
+            "",
+            "# Whether option $argv[2] takes a value at path $argv[1].",
+            "function __backup_takes_value",
+            "    switch \"$argv[1]:$argv[2]\"",
+        ]
+        var valued: [String] = []
+        for entry in entries {
+            for option in entry.spec.options where option.value != .none {
+                valued.append(ShellQuote.fish(entry.key + ":--" + option.name))
+            }
+        }
+        valued += CommandTree.globalOptions.filter { $0.value != .none }.map { ShellQuote.fish("*:--" + $0.name) }
+        lines += [
+            "        case \(valued.joined(separator: " "))",
+            "            return 0",
+            "    end",
+            "    return 1",
+            "end",
+            walker,
+        ]
+
+        lines.append("complete -c backup -f")
+        for option in CommandTree.globalOptions {
+            lines.append(complete(option, condition: nil))
+        }
+        for entry in entries {
+            for sub in entry.subcommands {
+                lines.append("complete -c backup -n \(ShellQuote.fish("__backup_wants_command \"\(entry.key)\"")) -a \(ShellQuote.fish(sub.name)) -d \(ShellQuote.fish(sub.summary))")
+            }
+            for option in entry.spec.options {
+                // Command words are plain words ([a-z-]), so double quotes inside need no escape.
+                lines.append(complete(option, condition: "__backup_at \"\(entry.key)\""))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func complete(_ option: OptionSpec, condition: String?) -> String {
+        var line = "complete -c backup"
+        if let condition { line += " -n " + ShellQuote.fish(condition) }
+        line += " -l " + option.name
+        switch option.value {
+        case .none: break
+        case .text: line += " -x"
+        case .choice(let words): line += " -x -a " + ShellQuote.fish(words.joined(separator: " "))
+        case .directory, .remote: line += " -x -a '(__fish_complete_directories)'"
+        case .file: line += " -r -F"
+        case .profile: line += " -x -a '(__backup_profiles)'"
+        }
+        return line + " -d " + ShellQuote.fish(ShellQuote.short(option.help))
+    }
+
+    static let walker = #"""
+
+        # "ARGUMENTS:PATH" for the words before the cursor: the command path typed so far
+        # (option values skipped) and how many other arguments follow it.
+        function __backup_state
+            set -l tokens (commandline -opc)
+            set -e tokens[1]
+            set -l path ''
+            set -l skip 0
+            set -l arguments 0
+            for token in $tokens
+                if test $skip -eq 1
+                    set skip 0
+                    continue
+                end
+                switch $token
+                    case '--*=*' -
+                    case '--*'
+                        __backup_takes_value "$path" $token; and set skip 1
+                    case '-*'
+                    case '*'
+                        if test $arguments -eq 0; and contains -- $token (__backup_subcommands "$path")
+                            set path (string trim -- "$path $token")
+                        else
+                            set arguments (math $arguments + 1)
+                        end
+                end
+            end
+            echo "$arguments:$path"
+        end
+
+        # Whether the command path typed so far is $argv[1].
+        function __backup_at
+            test (string replace -r -- '^[0-9]+:' '' (__backup_state)) = "$argv[1]"
+        end
+
+        # Whether a command word for path $argv[1] may come next.
+        function __backup_wants_command
+            test (__backup_state) = "0:$argv[1]"
+        end
+
+        # The profile names: the section headers of the config file (--config FILE when given,
+        # else $XDG_CONFIG_HOME/backup/config, default ~/.config/backup/config).
+        function __backup_profiles
+            set -l tokens (commandline -opc)
+            set -l config
+            for i in (seq (count $tokens))
+                switch $tokens[$i]
+                    case --config
+                        test $i -lt (count $tokens); and set config $tokens[(math $i + 1)]
+                    case '--config=*'
+                        set config (string replace -- '--config=' '' $tokens[$i])
+                end
+            end
+            if test -z "$config"
+                set -l base "$XDG_CONFIG_HOME"
+                string match -q -- '/*' "$base"; or set base "$HOME/.config"
+                set config "$base/backup/config"
+            end
+            set config (string replace -r -- '^~/' "$HOME/" "$config")
+            test -r "$config"; or return 0
+            string match -r -g -- '^\s*\[\s*([^\]\s]+)\s*\]\s*$' <"$config"
+        end
+
+        """#
 }

@@ -1,0 +1,59 @@
+# Builds backup and installs it where the system looks: the binary (a release build), the
+# man page and the bash, zsh and fish completions. PREFIX and DESTDIR are honoured:
+#
+#     make && sudo make install              # /usr/local
+#     make install PREFIX=$HOME/.local       # one user, no root
+#     make install DESTDIR=/tmp/pkg PREFIX=/usr
+#
+# The man page and the completions are generated from the command tree and committed;
+# `make generate` rewrites them from the built binary, and GeneratedFilesTests fails when
+# they differ from what the binary prints.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SWIFT ?= swift
+INSTALL ?= install
+
+bindir = $(PREFIX)/bin
+man1dir = $(PREFIX)/share/man/man1
+bashdir = $(PREFIX)/share/bash-completion/completions
+zshdir = $(PREFIX)/share/zsh/site-functions
+fishdir = $(PREFIX)/share/fish/vendor_completions.d
+
+.PHONY: all build install install-bin install-data uninstall generate
+
+all: build
+
+build:
+	$(SWIFT) build -c release
+
+install: install-bin install-data
+
+# Builds first when this checkout belongs to the current user. Under `sudo make install` it
+# does not: it installs what `make` built, rather than leaving root-owned files in .build
+# (and sudo's PATH often has no swift).
+install-bin:
+	@if [ "$$(stat -c %u .)" = "$$(id -u)" ]; then $(SWIFT) build -c release; fi
+	@bin="$$($(SWIFT) build -c release --show-bin-path)/backup"; \
+	if [ ! -x "$$bin" ]; then echo "no release build at $$bin: run make first" >&2; exit 1; fi; \
+	$(INSTALL) -d "$(DESTDIR)$(bindir)" && \
+	$(INSTALL) -m 755 "$$bin" "$(DESTDIR)$(bindir)/backup"
+
+install-data:
+	$(INSTALL) -d "$(DESTDIR)$(man1dir)" "$(DESTDIR)$(bashdir)" "$(DESTDIR)$(zshdir)" "$(DESTDIR)$(fishdir)"
+	$(INSTALL) -m 644 man/backup.1 "$(DESTDIR)$(man1dir)/backup.1"
+	$(INSTALL) -m 644 completions/backup.bash "$(DESTDIR)$(bashdir)/backup"
+	$(INSTALL) -m 644 completions/_backup "$(DESTDIR)$(zshdir)/_backup"
+	$(INSTALL) -m 644 completions/backup.fish "$(DESTDIR)$(fishdir)/backup.fish"
+
+uninstall:
+	rm -f "$(DESTDIR)$(bindir)/backup" "$(DESTDIR)$(man1dir)/backup.1" \
+		"$(DESTDIR)$(bashdir)/backup" "$(DESTDIR)$(zshdir)/_backup" "$(DESTDIR)$(fishdir)/backup.fish"
+
+generate:
+	$(SWIFT) build
+	@bin="$$($(SWIFT) build --show-bin-path)/backup"; \
+	"$$bin" generate-manual >man/backup.1 && \
+	"$$bin" generate-completions bash >completions/backup.bash && \
+	"$$bin" generate-completions zsh >completions/_backup && \
+	"$$bin" generate-completions fish >completions/backup.fish
