@@ -103,6 +103,17 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// Every entry, sorted by the path's bytes (SQLite's BINARY collation).
+    public func sortedEntries() throws -> [StateEntry] {
+        try withDB { db in
+            var result: [StateEntry] = []
+            try db.run("SELECT path, size, hash, remote_id FROM entries ORDER BY path") { row in
+                result.append(StateEntry(path: row.text(0) ?? "", size: row.int(1), hash: row.text(2), remoteId: row.text(3)))
+            }
+            return result
+        }
+    }
+
     /// Records one uploaded file (its own transaction).
     public func put(_ entry: StateEntry) throws {
         try withDB { db in

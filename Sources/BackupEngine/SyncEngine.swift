@@ -193,44 +193,80 @@ public final class SyncEngine: Sendable {
         case let stored? where stored != identity: change = .reset
         default: change = .none
         }
-        var known = change == .reset ? [:] : try state.entries()
         let everSynced = change == .reset ? false : try state.lastSync() != nil
+
+        // Three lists sorted by the paths' bytes, joined by merging rather than hashing: a
+        // large tree that changed nothing spends its time here. Paths are compared as bytes,
+        // so two names that differ only in Unicode normalisation stay two files.
+        let stored = change == .reset ? [] : try state.sortedEntries()
+        let remote = ByteOrder.sorted(remoteFiles, by: \.path)
+        let local = ByteOrder.sortedIndices(snapshot.entries.map(\.path))
 
         // Rule 2: drop what the remote lost, adopt what the state does not know. A file
         // whose size or version differs from the state's record is adopted afresh: the
-        // state's hash no longer describes it.
-        let remoteByPath = Dictionary(remoteFiles.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
-        let drop = known.keys.filter { remoteByPath[$0] == nil }
+        // state's hash no longer describes it. Afterwards the known entries are exactly the
+        // remote's files.
+        var drop: [String] = []
         var adopt: [StateEntry] = []
-        for file in remoteFiles {
-            if let entry = known[file.path], entry.size == file.size,
-                entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId
-            {
+        var known: [StateEntry] = []
+        known.reserveCapacity(remote.count)
+        var k = 0
+        var r = 0
+        while k < stored.count || r < remote.count {
+            let order = k == stored.count ? 1 : r == remote.count ? -1 : ByteOrder.compare(stored[k].path, remote[r].path)
+            if order < 0 {
+                drop.append(stored[k].path)
+                k += 1
                 continue
             }
-            adopt.append(StateEntry(path: file.path, size: file.size, hash: nil, remoteId: file.remoteId))
-        }
-        for path in drop { known[path] = nil }
-        for entry in adopt { known[entry.path] = entry }
-
-        // Rule 5: the diff.
-        var sizeUploads: [SyncEntry] = []
-        var hashUploads: [SyncEntry] = []
-        var unchanged = 0
-        var inSnapshot = Set<String>()
-        inSnapshot.reserveCapacity(snapshot.entries.count)
-        for entry in snapshot.entries where entry.path != markerPath {
-            guard inSnapshot.insert(entry.path).inserted else { continue }
-            if case .absent = entry.source { continue }
-            let stored = known[entry.path]
-            if let hash = entry.hash {
-                if stored?.hash != hash { hashUploads.append(entry) } else { unchanged += 1 }
-            } else {
-                if stored == nil || stored?.size != entry.size { sizeUploads.append(entry) } else { unchanged += 1 }
+            let file = remote[r]
+            r += 1
+            if r < remote.count && ByteOrder.compare(remote[r].path, file.path) == 0 { continue }  // a duplicate listing
+            if order == 0 {
+                let entry = stored[k]
+                k += 1
+                if entry.size == file.size, entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId {
+                    known.append(entry)
+                    continue
+                }
             }
+            let adopted = StateEntry(path: file.path, size: file.size, hash: nil, remoteId: file.remoteId)
+            adopt.append(adopted)
+            known.append(adopted)
         }
-        // Rule 6: deletes, never the marker, never an Absent entry (those are in inSnapshot).
-        let deletes = known.keys.filter { !inSnapshot.contains($0) }.sorted()
+
+        // Rule 5: the diff; rule 6: known entries the snapshot lacks are deleted (never the
+        // marker, never an Absent entry, which counts as present).
+        var uploadIndices: [Int] = []
+        var deletes: [String] = []
+        var unchanged = 0
+        var n = 0
+        var i = 0
+        while n < known.count || i < local.count {
+            let index = i < local.count ? local[i] : -1
+            let entry = index >= 0 ? snapshot.entries[index] : nil
+            if let entry, entry.path == markerPath || (i > 0 && ByteOrder.compare(snapshot.entries[local[i - 1]].path, entry.path) == 0) {
+                i += 1  // the marker is the engine's; a repeated path counts once, first wins
+                continue
+            }
+            let order = entry == nil ? -1 : n == known.count ? 1 : ByteOrder.compare(known[n].path, entry?.path ?? "")
+            if order < 0 {
+                deletes.append(known[n].path)
+                n += 1
+                continue
+            }
+            let match: StateEntry? = order == 0 ? known[n] : nil
+            if order == 0 { n += 1 }
+            i += 1
+            guard let entry else { continue }
+            if case .absent = entry.source { continue }
+            let changed = entry.hash.map { match?.hash != $0 } ?? (match == nil || match?.size != entry.size)
+            if changed { uploadIndices.append(index) } else { unchanged += 1 }
+        }
+        // Rule 7: size-compared first, each kind in snapshot order.
+        uploadIndices.sort()
+        let uploads = uploadIndices.lazy.map { snapshot.entries[$0] }.filter { $0.hash == nil }
+            + uploadIndices.lazy.map { snapshot.entries[$0] }.filter { $0.hash != nil }
 
         var refusal: UnavailableReason?
         // Rule 4: the empty guard, before the shrink guard.
@@ -243,7 +279,6 @@ public final class SyncEngine: Sendable {
                 refusal = .shrinkSuspected(deletes: deletes.count, known: count)
             }
         }
-        let uploads = sizeUploads + hashUploads
         return Plan(
             identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
             uploads: uploads, deletes: deletes, markerNeeded: !uploads.isEmpty || remoteMarker == nil, unchanged: unchanged)

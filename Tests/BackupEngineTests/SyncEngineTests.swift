@@ -418,3 +418,18 @@ extension SyncEngineTests {
         XCTAssertEqual(outcome, .unavailable(.restorePending))
     }
 }
+
+extension SyncEngineTests {
+    func testNamesThatDifferOnlyInUnicodeNormalisationAreTwoFiles() async throws {
+        let f = try EngineFixture()
+        let composed = "caf\u{E9}.txt"
+        let decomposed = "cafe\u{301}.txt"
+        XCTAssertEqual(composed, decomposed, "Swift calls them equal; the file system does not")
+        let files = [hashed(composed, "one"), hashed(decomposed, "two")]
+        let report = completed(try await f.engine.sync(snapshot(files)))
+        XCTAssertEqual(report.uploaded.count, 3)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: f.remoteRoot).filter { $0.hasPrefix("caf") }.count, 2)
+        let again = completed(try await f.engine.sync(snapshot(files)))
+        XCTAssertEqual(again.uploaded, [], "both are known after the first run")
+    }
+}

@@ -1,0 +1,51 @@
+// Paths compared by their UTF-8 bytes (the order SQLite's BINARY collation and `memcmp`
+// use), not by Swift's Unicode-aware String ordering: cheaper, and two names that differ
+// only in normalisation stay two different files, as they are on disk.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Byte-wise ordering of Strings.
+public enum ByteOrder {
+    /// <0, 0 or >0 as `a` sorts before, with, or after `b`.
+    public static func compare(_ a: String, _ b: String) -> Int {
+        var a = a
+        var b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let common = min(x.count, y.count)
+                if common > 0, let p = x.baseAddress, let q = y.baseAddress {
+                    let result = memcmp(p, q, common)
+                    if result != 0 { return Int(result) }
+                }
+                return x.count - y.count
+            }
+        }
+    }
+
+    /// `items` sorted by the bytes of `key`; a sorted input is returned as it is.
+    public static func sorted<T>(_ items: [T], by key: (T) -> String) -> [T] {
+        if isSorted(items.lazy.map(key)) { return items }
+        return items.sorted { compare(key($0), key($1)) < 0 }
+    }
+
+    /// The indices of `keys` in byte order of the keys, equal keys in index order.
+    public static func sortedIndices(_ keys: [String]) -> [Int] {
+        let indices = Array(keys.indices)
+        if isSorted(keys.lazy) { return indices }
+        return indices.sorted { a, b in
+            let order = compare(keys[a], keys[b])
+            return order != 0 ? order < 0 : a < b
+        }
+    }
+
+    private static func isSorted<S: Sequence>(_ keys: S) -> Bool where S.Element == String {
+        var previous: String?
+        for key in keys {
+            if let previous, compare(previous, key) > 0 { return false }
+            previous = key
+        }
+        return true
+    }
+}
