@@ -551,7 +551,7 @@ enum Manual {
             ("Ev AWS_SESSION_TOKEN", "The session token of temporary S3 keys."),
             ("Ev AWS_ENDPOINT_URL", "The S3 endpoint, when the profile has no `endpoint` key (`AWS_ENDPOINT_URL_S3` wins over it)."),
             ("Ev AWS_REGION", "The S3 region, when the profile has no `region` key (`AWS_DEFAULT_REGION` is read when it is not set)."),
-            ("Ev NO_COLOR", "When set to anything, the full-screen interface uses no colour."),
+            ("Ev NO_COLOR", "When set and not empty, the full-screen interface draws without colour."),
         ], width: "XDG_CONFIG_HOME")
     }
 
