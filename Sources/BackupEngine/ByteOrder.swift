@@ -10,10 +10,9 @@ import Glibc
 public enum ByteOrder {
     /// <0, 0 or >0 as `a` sorts before, with, or after `b`.
     public static func compare(_ a: String, _ b: String) -> Int {
-        var a = a
-        var b = b
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
+        // Native strings hand out their UTF-8 without a copy; others take the slow road.
+        let fast = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y -> Int in
                 let common = min(x.count, y.count)
                 if common > 0, let p = x.baseAddress, let q = y.baseAddress {
                     let result = memcmp(p, q, common)
@@ -22,6 +21,9 @@ public enum ByteOrder {
                 return x.count - y.count
             }
         }
+        if let result = fast ?? nil { return result }
+        if a.utf8.elementsEqual(b.utf8) { return 0 }
+        return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
     }
 
     /// `items` sorted by the bytes of `key`; a sorted input is returned as it is.
