@@ -13,8 +13,7 @@ import Darwin
 /// Walks a directory tree and reports its regular files; symbolic links are never followed.
 ///
 /// Entries come in directory order (readdir's), not sorted. Names that are not valid UTF-8
-/// are skipped: a path that cannot be spelled as a Swift string could not be read or deleted
-/// through `RemoteStorage` either.
+/// are reported through `FileName`'s escapes, so they can be read and deleted by that name.
 struct DirectoryWalker {
     /// The tree's root on disk, for error messages.
     let rootPath: String
