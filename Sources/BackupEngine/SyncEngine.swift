@@ -67,22 +67,14 @@ public final class SyncEngine: Sendable {
     private func runSync(_ snapshot: SyncSnapshot, onProgress: SyncProgress) async throws -> SyncOutcome {
         try Task.checkCancellation()
 
-        // Rule 1: the availability gate, before the remote is touched.
-        if let reason = await gateReason() { return .unavailable(reason) }
-        if case .held(let reason) = try state.hold() { return .unavailable(.writeHeld(reason: reason)) }
-
         var report = SyncReport()
-
-        // Rule 2: the listing is the truth.
-        let listing: [RemoteFile]
+        let plan: Plan
         let providerKey: String?
-        do {
-            listing = try await storage.list()
-            providerKey = try await storage.identityKey()
-        } catch {
-            return .failed(try cloudError(error), report)
+        switch try await begin(snapshot) {
+        case .stop(let reason): return .unavailable(reason)
+        case .failed(let error): return .failed(error, report)
+        case .plan(let planned, let key): (plan, providerKey) = (planned, key)
         }
-        let plan = try makePlan(snapshot, listing: listing, providerKey: providerKey)
 
         // Rule 3: a changed identity resets the state (the hold is kept).
         switch plan.identityChange {
@@ -284,11 +276,17 @@ public final class SyncEngine: Sendable {
             uploads: uploads, deletes: deletes, markerNeeded: !uploads.isEmpty || remoteMarker == nil, unchanged: unchanged)
     }
 
-    /// What `sync(snapshot)` would do now, without writing to the remote or the state:
-    /// for `--dry-run` and `status`.
-    public func preview(_ snapshot: SyncSnapshot) async throws -> SyncPreviewOutcome {
-        if let reason = await gateReason() { return .unavailable(reason) }
-        if case .held(let reason) = try state.hold() { return .unavailable(.writeHeld(reason: reason)) }
+    private enum Beginning {
+        case stop(UnavailableReason)
+        case failed(CloudError)
+        case plan(Plan, providerKey: String?)
+    }
+
+    /// The start every run and preview shares: the gate (rule 1) and the hold before the
+    /// remote is touched, then the listing (rule 2) and the identity (rule 3), then the plan.
+    private func begin(_ snapshot: SyncSnapshot) async throws -> Beginning {
+        if let reason = await gateReason() { return .stop(reason) }
+        if case .held(let reason) = try state.hold() { return .stop(.writeHeld(reason: reason)) }
         let listing: [RemoteFile]
         let providerKey: String?
         do {
@@ -297,7 +295,18 @@ public final class SyncEngine: Sendable {
         } catch {
             return .failed(try cloudError(error))
         }
-        let plan = try makePlan(snapshot, listing: listing, providerKey: providerKey)
+        return .plan(try makePlan(snapshot, listing: listing, providerKey: providerKey), providerKey: providerKey)
+    }
+
+    /// What `sync(snapshot)` would do now, without writing to the remote or the state:
+    /// for `--dry-run` and `status`.
+    public func preview(_ snapshot: SyncSnapshot) async throws -> SyncPreviewOutcome {
+        let plan: Plan
+        switch try await begin(snapshot) {
+        case .stop(let reason): return .unavailable(reason)
+        case .failed(let error): return .failed(error)
+        case .plan(let planned, _): plan = planned
+        }
         if let refusal = plan.refusal { return .unavailable(refusal) }
         return .wouldRun(SyncPreview(
             uploads: plan.uploads, deletes: plan.deletes, markerUpload: plan.markerNeeded,
