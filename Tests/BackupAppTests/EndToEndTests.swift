@@ -207,6 +207,38 @@ final class EndToEndTests: XCTestCase {
         for path in ["private/notes.txt", "private/disk.img", "private/deep/more.txt"] { XCTAssertNotNil(remote[path], path) }
     }
 
+    func testSyncKilledDashNineLosesAtMostTheWritesInFlight() throws {
+        let f = try initialised()
+        for i in 0..<2000 { try f.write("d\(i % 20)/f\(i).bin", String(repeating: "y", count: 3000)) }
+        let (process, out, _) = try f.process(["sync", "--yes", "--json"])
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && process.isRunning {
+            if ((try? FileManager.default.contentsOfDirectory(atPath: f.remote)) ?? []).count >= 5 { break }
+            usleep(1000)
+        }
+        XCTAssertTrue(process.isRunning, "the sync ended before it could be killed")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+
+        // Every file the state records is on the remote with its size; at most the uploads in
+        // flight (transfers, 4) are on the remote but not yet recorded.
+        let state = try StateStore(path: f.dir.path("state/backup/default/sync.db"))
+        let recorded = try state.entries()
+        // (A killed upload leaves its temporary file; the listing never shows it.)
+        let isOurs = { (path: String) in path.hasPrefix(".backup") || path.contains("/.backup-tmp.") }
+        let remote = try f.tree(f.remote).filter { !isOurs($0.key) }
+        for (path, entry) in recorded { XCTAssertEqual(Int64(remote[path]?.count ?? -1), entry.size, path) }
+        XCTAssertLessThanOrEqual(Set(remote.keys).subtracting(recorded.keys).count, 4)
+        XCTAssertLessThan(recorded.count, 2000, "killed midway")
+
+        let next = try f.run("sync", "--json")
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertLessThanOrEqual(next.result?["uploaded"] as? Int ?? 9999, 2000 - recorded.count + 4 + 1)
+        XCTAssertEqual(try f.tree(f.remote).keys.filter { !isOurs($0) }.count, 2000)
+    }
+
     func testErrorsInJSONModeEndWithAResultLine() throws {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
