@@ -510,7 +510,7 @@ enum Manual {
         ], width: "conflict")
         page.text("The other keys of `result`, by command:")
         page.tagList([
-            ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded`, `deleted`, `bytes` (sent), `unchanged`, `delete_failures` (objects with `path`, `error` and `message`, retried next run) and `unreadable` (paths not uploaded); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too."),
+            ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent), `unchanged`, `delete_failures` (objects with `path`, `error` and `message`, retried next run) and `unreadable` (paths not uploaded); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too."),
             ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine."),
             ("Cm probe", "`profile`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`."),
         ], width: "restore")

@@ -43,7 +43,9 @@ public enum Help {
     public static func usage(_ spec: CommandSpec, name: String) -> String {
         var parts = [name]
         if !spec.subcommands.filter({ !$0.hidden }).isEmpty { parts.append(spec.arguments.isEmpty ? "COMMAND" : "[COMMAND]") }
-        for option in spec.options { parts.append("[\(option.usage)]" + (option.repeatable ? "…" : "")) }
+        for option in spec.options {
+            parts.append((option.required ? option.usage : "[\(option.usage)]") + (option.repeatable ? "…" : ""))
+        }
         for argument in spec.arguments { parts.append(argument.optional ? "[\(argument.name)]" : argument.name) }
         return parts.joined(separator: " ")
     }

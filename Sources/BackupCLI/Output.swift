@@ -58,7 +58,7 @@ final class Output: Sendable {
             }
         case .conflict(let group, let paths):
             if json {
-                emit(["event": "conflict", "group": group, "paths": paths])
+                emit(["event": "conflict", "group": group].merging(Self.pathList("paths", paths)) { a, _ in a })
             } else {
                 line("group \"\(group)\" not placed: it would overwrite \(paths.count) local file(s) that differ (\(paths.prefix(3).joined(separator: ", "))\(paths.count > 3 ? ", …" : "")); pass --overwrite to replace them")
             }

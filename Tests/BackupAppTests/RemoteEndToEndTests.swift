@@ -15,10 +15,10 @@ final class RemoteEndToEndTests: XCTestCase {
 
         let first = try f.run("sync", "--yes", "--json")
         XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
-        XCTAssertEqual(first.result?["uploaded"] as? Int, 4)
+        XCTAssertEqual(first.result?["uploaded"] as? Int, 3)
         try f.write("notes.md", "# notes, changed")
         let second = try f.run("sync", "--json")
-        XCTAssertEqual(second.result?["uploaded"] as? Int, 2, second.stdout + second.stderr)
+        XCTAssertEqual(second.result?["uploaded"] as? Int, 1, second.stdout + second.stderr)
 
         let target = f.dir.path("restored")
         let restore = try f.run("restore", "--to", target, "--json")

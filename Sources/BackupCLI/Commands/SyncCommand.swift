@@ -14,14 +14,17 @@ enum SyncCommand {
         var text: String
         switch summary.result {
         case .ran(.completed(let report)):
+            // Files only: the marker is the tool's own and is reported on its own.
+            let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
             result["status"] = "completed"
-            result["uploaded"] = report.uploaded.count
+            result["uploaded"] = files
+            result["marker_uploaded"] = report.markerUploaded
             result["deleted"] = report.deleted.count
             result["bytes"] = report.uploadedBytes
             result["unchanged"] = report.unchanged
             result["delete_failures"] = report.deleteFailures.map { ["path": $0.path, "error": Words.key($0.error.kind), "message": $0.error.message] }
             result["unreadable"] = report.sourceFailures.map(\.path)
-            text = "synced \"\(profile.name)\": \(report.uploaded.count) uploaded (\(Output.bytes(report.uploadedBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"
+            text = "synced \"\(profile.name)\": \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"
             for failure in report.deleteFailures { text += "\nnot deleted (retried next run): \(failure.path): \(failure.error.message)" }
             for failure in report.sourceFailures { text += "\nnot uploaded (retried next run): \(failure.message)" }
         case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
@@ -32,7 +35,7 @@ enum SyncCommand {
             result["status"] = "failed"
             result["error"] = Words.key(error.kind)
             result["message"] = error.message
-            result["uploaded"] = report.uploaded.count
+            result["uploaded"] = report.uploaded.count - (report.markerUploaded ? 1 : 0)
             text = "sync failed after \(report.uploaded.count) upload(s): \(error.message)\nwhat was uploaded is recorded; the next run continues from there"
         case .previewed(.failed(let error)):
             result["status"] = "failed"
