@@ -1,0 +1,137 @@
+// Every key of the interface, as data: keys map to named actions, one table per screen plus
+// one for everywhere. Screens look their keys up here, the footer shows the hints from here,
+// and the help screen is built from these same tables, so help cannot drift from the keys.
+
+import BackupTerminal
+
+/// Something a key asks for.
+enum Action: String, Sendable, CaseIterable {
+    case help, quit, back
+    case up, down
+    case sync, restore, resume, hold, newProfile, refresh
+    case syncAgain, allowConsent, allowShrink, openHold, restoreFirst
+    case place, reject, placeAll, viewList
+    case continueRestore, retryFailed
+    case setHold, clearHold
+    case nextField, previousField, submit, toggle, deleteBack, clearField
+    case yes, no
+}
+
+/// Keys bound to one action, with what help says about it.
+struct Binding: Sendable {
+    let keys: [Key]
+    let action: Action
+    /// One line for the help screen.
+    let summary: String
+    /// The short word the footer shows next to the first key; nil keeps it out of the footer.
+    let hint: String?
+
+    init(_ keys: [Key], _ action: Action, _ summary: String, hint: String? = nil) {
+        self.keys = keys
+        self.action = action
+        self.summary = summary
+        self.hint = hint
+    }
+
+    /// "q/F10": the keys as help shows them.
+    var keyLabel: String { keys.map(\.label).joined(separator: "/") }
+}
+
+/// The bindings of one screen (or of everywhere).
+struct KeyMap: Sendable {
+    /// The section title on the help screen.
+    let name: String
+    let bindings: [Binding]
+
+    /// The action `key` is bound to here.
+    func action(for key: Key) -> Action? {
+        bindings.first { $0.keys.contains(key) }?.action
+    }
+
+    func binding(_ action: Action) -> Binding? {
+        bindings.first { $0.action == action }
+    }
+}
+
+/// The tables.
+enum KeyMaps {
+    private static let ch = Key.character
+
+    static let global = KeyMap(name: "Everywhere", bindings: [
+        Binding([ch("?"), .function(1)], .help, "show this help: every key of the screen you are on", hint: "help"),
+        Binding([ch("q"), .function(10)], .quit, "quit; while a job runs, asks first, then stops it cleanly (its record is kept)", hint: "quit"),
+        Binding([.escape], .back, "go back to the previous screen", hint: "back"),
+    ])
+
+    static let home = KeyMap(name: "Profiles", bindings: [
+        Binding([.up, ch("k")], .up, "select the previous profile"),
+        Binding([.down, ch("j")], .down, "select the next profile"),
+        Binding([ch("s"), .enter], .sync, "back up the selected profile now", hint: "sync"),
+        Binding([ch("r")], .restore, "restore the selected profile's backup, group by group", hint: "restore"),
+        Binding([ch("c")], .resume, "see and continue the profile's unfinished restore", hint: "resume"),
+        Binding([ch("h")], .hold, "set or clear the write hold", hint: "hold"),
+        Binding([ch("n")], .newProfile, "set up a new profile", hint: "new"),
+        Binding([ch("g"), .function(5)], .refresh, "read the profiles and their state again"),
+    ])
+
+    static let firstRun = KeyMap(name: "New profile", bindings: [
+        Binding([.tab, .down], .nextField, "next field"),
+        Binding([.backTab, .up], .previousField, "previous field"),
+        Binding([ch(" ")], .toggle, "tick or untick the consent box"),
+        Binding([.enter], .submit, "next field; on the last one, save (and run the first sync when allowed)", hint: "next/save"),
+    ])
+
+    static let textField = KeyMap(name: "Text fields", bindings: [
+        Binding([.backspace], .deleteBack, "delete the last character"),
+        Binding([.control("u")], .clearField, "clear the field"),
+    ])
+
+    static let sync = KeyMap(name: "Sync", bindings: [
+        Binding([ch("s")], .syncAgain, "run the sync again", hint: "sync again"),
+        Binding([ch("y")], .allowConsent, "allow the first write to this remote, and sync", hint: "allow"),
+        Binding([ch("a")], .allowShrink, "sync anyway (allow shrink): deletes what the guard stopped, after you confirm", hint: "sync anyway"),
+        Binding([ch("h")], .openHold, "open the write hold, to clear it", hint: "hold"),
+        Binding([ch("r")], .restoreFirst, "restore the backup into the empty source first", hint: "restore"),
+    ])
+
+    static let restore = KeyMap(name: "Restore", bindings: [
+        Binding([.up, ch("k")], .up, "scroll the groups up"),
+        Binding([.down, ch("j")], .down, "scroll the groups down"),
+        Binding([ch("c")], .resume, "continue what is still pending (resume)", hint: "resume"),
+    ])
+
+    static let placement = KeyMap(name: "Placement prompt", bindings: [
+        Binding([ch("p")], .place, "place the group: move its files into the target", hint: "place"),
+        Binding([ch("r")], .reject, "reject the group: keep it staged; it counts as an attempt and is offered again next run", hint: "reject"),
+        Binding([ch("a")], .placeAll, "place this group and every remaining one (still asks where a local file differs)", hint: "place all remaining"),
+        Binding([ch("l")], .viewList, "view the list of the group's files (again to hide it)", hint: "list"),
+        Binding([.up, ch("k")], .up, "scroll the list up"),
+        Binding([.down, ch("j")], .down, "scroll the list down"),
+    ])
+
+    static let resume = KeyMap(name: "Resume", bindings: [
+        Binding([.enter, ch("c")], .continueRestore, "continue the restore from its record", hint: "continue"),
+        Binding([ch("t")], .retryFailed, "continue, and try again files that failed three times", hint: "retry failed"),
+        Binding([.up, ch("k")], .up, "scroll the groups up"),
+        Binding([.down, ch("j")], .down, "scroll the groups down"),
+    ])
+
+    static let hold = KeyMap(name: "Write hold", bindings: [
+        Binding([ch("s")], .setHold, "set the hold, with a reason: no sync writes until it is cleared", hint: "set"),
+        Binding([ch("c")], .clearHold, "clear the hold", hint: "clear"),
+    ])
+
+    static let confirm = KeyMap(name: "Questions", bindings: [
+        Binding([ch("y")], .yes, "yes", hint: "yes"),
+        Binding([ch("n"), .escape], .no, "no", hint: "no"),
+    ])
+
+    static let help = KeyMap(name: "Help", bindings: [
+        Binding([.up, ch("k")], .up, "scroll up"),
+        Binding([.down, ch("j")], .down, "scroll down"),
+        Binding([.escape, ch("q"), ch("?")], .back, "close help", hint: "close"),
+    ])
+
+    /// Every table, in the order help lists them.
+    static let all: [KeyMap] = [global, home, firstRun, textField, sync, restore, placement, resume, hold, confirm, help]
+}

@@ -1,0 +1,124 @@
+// Drawing helpers every screen uses on top of a Terminal: text cut to a width, full-width
+// rows, progress bars, boxes and word-wrapped paragraphs, plus the frame around every screen
+// (title bar on the first row, key hints on the last).
+
+import BackupTerminal
+
+/// A terminal seen as rows and columns to draw on.
+struct Canvas {
+    let terminal: any Terminal
+    let rows: Int
+    let columns: Int
+
+    init(_ terminal: any Terminal) {
+        self.terminal = terminal
+        let size = terminal.size
+        rows = size.rows
+        columns = size.columns
+    }
+
+    /// The first and last rows screens may use between the title bar and the footer.
+    var body: ClosedRange<Int> { 1...max(1, rows - 2) }
+
+    /// Draws `text` at (row, column), cut with "…" to `width` cells (default: to the edge).
+    func text(_ text: String, row: Int, column: Int = 1, width: Int? = nil, style: Style = .normal) {
+        let room = min(width ?? (columns - column), columns - column)
+        guard room > 0 else { return }
+        terminal.draw(DisplayWidth.truncated(DisplayWidth.sanitized(text), to: room), row: row, column: column, style: style)
+    }
+
+    /// Draws a path, cut from the front so its end (the file name) stays.
+    func path(_ text: String, row: Int, column: Int, width: Int? = nil, style: Style = .normal) {
+        let room = min(width ?? (columns - column), columns - column)
+        guard room > 0 else { return }
+        terminal.draw(DisplayWidth.truncatedHead(DisplayWidth.sanitized(text), to: room), row: row, column: column, style: style)
+    }
+
+    /// Fills a whole row with `text` padded to the width.
+    func fill(_ text: String, row: Int, style: Style) {
+        terminal.draw(DisplayWidth.padded(DisplayWidth.sanitized(text), to: columns), row: row, column: 0, style: style)
+    }
+
+    /// A bar of `width` cells, filled by `fraction` (0…1).
+    func bar(_ fraction: Double, row: Int, column: Int, width: Int) {
+        guard width > 0 else { return }
+        let clamped = fraction.isFinite ? min(max(fraction, 0), 1) : 0
+        let filled = Int((clamped * Double(width)).rounded(.down))
+        terminal.draw(String(repeating: "█", count: filled), row: row, column: column, style: .bar)
+        terminal.draw(String(repeating: "░", count: width - filled), row: row, column: column + filled, style: .dim)
+    }
+
+    /// Word-wraps `text` into rows from `row`, at most `maxRows`; returns the rows used.
+    @discardableResult
+    func paragraph(_ text: String, row: Int, column: Int = 1, width: Int? = nil, maxRows: Int = .max, style: Style = .normal) -> Int {
+        let room = min(width ?? (columns - column - 1), columns - column)
+        let lines = Self.wrap(text, width: room)
+        let shown = lines.prefix(maxRows)
+        for (offset, line) in shown.enumerated() {
+            var line = line
+            if offset == maxRows - 1 && lines.count > maxRows { line = DisplayWidth.truncated(line + " …", to: room) }
+            terminal.draw(line, row: row + offset, column: column, style: style)
+        }
+        return shown.count
+    }
+
+    /// A box with a title in its top border, its inside blanked.
+    func box(top: Int, left: Int, height: Int, width: Int, title: String, style: Style = .accent) {
+        guard height >= 2, width >= 4 else { return }
+        let inner = width - 2
+        let label = DisplayWidth.truncated(" \(title) ", to: max(inner - 2, 0))
+        let rest = max(inner - 1 - DisplayWidth.of(label), 0)
+        terminal.draw("┌─" + label + String(repeating: "─", count: rest) + "┐", row: top, column: left, style: style)
+        for row in top + 1..<top + height - 1 {
+            terminal.draw("│", row: row, column: left, style: style)
+            terminal.draw(String(repeating: " ", count: inner), row: row, column: left + 1, style: .normal)
+            terminal.draw("│", row: row, column: left + width - 1, style: style)
+        }
+        terminal.draw("└" + String(repeating: "─", count: inner) + "┘", row: top + height - 1, column: left, style: style)
+    }
+
+    /// The title bar: the tool, the screen's title, and where help is.
+    func titleBar(_ title: String) {
+        let right = "? help "
+        let left = " backup · " + title
+        let room = columns - DisplayWidth.of(right)
+        fill(room > 10 ? DisplayWidth.padded(left, to: room) + right : left, row: 0, style: .chrome)
+    }
+
+    /// The footer: the hints of `actions`, from the key tables.
+    func footer(_ actions: [Action], keys: KeyMap) {
+        var parts: [String] = []
+        for action in actions {
+            guard let binding = keys.binding(action) ?? KeyMaps.global.binding(action), let hint = binding.hint,
+                  let key = binding.keys.first else { continue }
+            parts.append("\(key.label) \(hint)")
+        }
+        fill(" " + parts.joined(separator: "  "), row: rows - 1, style: .chrome)
+    }
+
+    /// Splits `text` into lines of at most `width` cells, at spaces where it can.
+    static func wrap(_ text: String, width: Int) -> [String] {
+        guard width > 0 else { return [] }
+        var lines: [String] = []
+        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            var line = ""
+            for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
+                var word = String(word)
+                let candidate = line.isEmpty ? word : line + " " + word
+                if DisplayWidth.of(candidate) <= width {
+                    line = candidate
+                    continue
+                }
+                if !line.isEmpty { lines.append(line) }
+                while DisplayWidth.of(word) > width {
+                    let head = DisplayWidth.prefix(word, fitting: width)
+                    lines.append(head)
+                    word = String(word.dropFirst(head.count))
+                }
+                line = word
+            }
+            lines.append(line)
+        }
+        return lines
+    }
+}

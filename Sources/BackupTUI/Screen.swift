@@ -1,0 +1,96 @@
+// What a screen is (one type with `draw` and `handle(key)`, like ncdu's *_draw/*_key), what
+// it answers the loop, and the context every screen shares: the app's jobs, the clock, and
+// how new jobs start (tests put unstarted jobs there and feed them events by hand).
+
+import BackupApp
+import BackupEngine
+import BackupTerminal
+import Foundation
+
+/// What a screen asks the loop to do after a key.
+enum Response {
+    /// The key was used; redraw.
+    case handled
+    /// Not this screen's key: the loop tries the global keys.
+    case ignored
+    case push(any Screen)
+    /// Replaces this screen with another.
+    case replace(any Screen)
+    case pop
+    case quit
+}
+
+/// One screen: it draws itself and handles its keys. Screens live on the loop's thread.
+protocol Screen: AnyObject {
+    /// The title bar's text.
+    var title: String { get }
+    /// The screen's own key table (help shows it above the global one).
+    var keys: KeyMap { get }
+    /// The actions the footer offers now, in order.
+    var hints: [Action] { get }
+    /// The job the screen runs, while it runs: quitting asks first and then cancels it.
+    var runningJob: (any Job)? { get }
+    func draw(_ canvas: Canvas)
+    func handle(_ key: Key) -> Response
+    /// Takes the latest state of the screen's job; true when something changed.
+    func update() -> Bool
+    /// The screen is on top again (the one above it closed).
+    func reappear()
+}
+
+extension Screen {
+    var runningJob: (any Job)? { nil }
+    func update() -> Bool { false }
+    func reappear() {}
+}
+
+/// A job a screen runs; cancellable from the loop.
+protocol Job: AnyObject, Sendable {
+    var isRunning: Bool { get }
+    /// Asks the job to stop; what it finished stays recorded.
+    func cancel()
+}
+
+/// What every screen shares. Lives on the loop's thread.
+final class Context {
+    let app: BackupApp
+    /// Monotonic seconds, for rates and ETAs.
+    let clock: @Sendable () -> Double
+    /// The zone dates are shown in.
+    var timeZone: TimeZone
+    /// Starts a sync job (tests replace it).
+    var startSync: (Profile, SyncRequest) -> SyncJob
+    /// Starts a restore job for a profile (or a bare remote), its record at the given path;
+    /// the flag places every group unasked.
+    var startRestore: (Profile?, RestoreRequest, String, Bool) -> RestoreJob
+    /// The exit status of the last job that finished; the session exits with it.
+    var lastStatus: ExitStatus?
+
+    init(app: BackupApp, clock: @escaping @Sendable () -> Double = Context.monotonicSeconds, timeZone: TimeZone = .current) {
+        self.app = app
+        self.clock = clock
+        self.timeZone = timeZone
+        startSync = { profile, request in SyncJob.start(app: app, profile: profile, request: request, clock: clock) }
+        startRestore = { profile, request, record, placeAll in
+            RestoreJob.start(app: app, profile: profile, request: request, recordPath: record, placeAll: placeAll, clock: clock)
+        }
+    }
+
+    @Sendable static func monotonicSeconds() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+    }
+
+    /// The restore record a restore of `profile` (or of `request.remoteURL` into its target)
+    /// keeps, as the restore job chooses it.
+    func recordPath(profile: Profile?, request: RestoreRequest) -> String? {
+        if let profile, request.remoteURL == nil { return app.paths.restoreRecord(profile: profile.name) }
+        guard let target = request.target ?? profile?.source else { return nil }
+        return app.paths.restoreRecord(target: Self.absolute(target))
+    }
+
+    static func absolute(_ path: String) -> String {
+        if path == "~" || path.hasPrefix("~/") { return (path as NSString).expandingTildeInPath }
+        if path.hasPrefix("/") { return (path as NSString).standardizingPath }
+        return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path) as NSString).standardizingPath
+    }
+}

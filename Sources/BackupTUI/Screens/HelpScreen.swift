@@ -1,0 +1,58 @@
+// The help screen, built from the key tables: the keys of the screen it was opened from,
+// then text fields where that screen has them, then the keys that work everywhere.
+
+import BackupTerminal
+
+final class HelpScreen: Screen {
+    /// The tables shown, in order.
+    let sections: [KeyMap]
+    private var scroll = 0
+
+    init(for screen: any Screen) {
+        var sections = [screen.keys]
+        if screen is FirstRunScreen { sections.append(KeyMaps.textField) }
+        sections.append(KeyMaps.global)
+        self.sections = sections
+    }
+
+    var title: String { "help" }
+    var keys: KeyMap { KeyMaps.help }
+    var hints: [Action] { [.back] }
+
+    /// The help text, one entry per line.
+    func lines(width: Int) -> [(String, Style)] {
+        var lines: [(String, Style)] = []
+        for section in sections {
+            lines.append((section.name, .accent))
+            let keyWidth = min(section.bindings.map { DisplayWidth.of($0.keyLabel) }.max() ?? 0, 16)
+            for binding in section.bindings {
+                let wrapped = Canvas.wrap(binding.summary, width: max(width - keyWidth - 4, 10))
+                for (offset, text) in wrapped.enumerated() {
+                    let key = offset == 0 ? binding.keyLabel : ""
+                    lines.append(("  " + DisplayWidth.padded(key, to: keyWidth) + "  " + text, .normal))
+                }
+            }
+            lines.append(("", .normal))
+        }
+        return lines
+    }
+
+    func handle(_ key: Key) -> Response {
+        switch keys.action(for: key) {
+        case .up: scroll = max(scroll - 1, 0)
+        case .down: scroll += 1
+        case .back: return .pop
+        default: return .ignored
+        }
+        return .handled
+    }
+
+    func draw(_ canvas: Canvas) {
+        let all = lines(width: canvas.columns - 2)
+        let room = canvas.body.count
+        scroll = min(scroll, max(all.count - room, 0))
+        for (offset, line) in all.dropFirst(scroll).prefix(room).enumerated() {
+            canvas.text(line.0, row: canvas.body.lowerBound + offset, column: 1, style: line.1)
+        }
+    }
+}

@@ -1,0 +1,153 @@
+// The home screen: every profile with its source, remote, last sync and hold, the selected
+// one in detail, and the keys to sync, restore, resume, hold or add a profile.
+
+import BackupApp
+import BackupEngine
+import BackupTerminal
+import Foundation
+
+final class HomeScreen: Screen {
+    private let context: Context
+    private(set) var rows: [ProfileOverview] = []
+    private var selected = 0
+    private var problem: String?
+    private var message: String?
+    private var targetPrompt: InputDialog?
+    private let load: (BackupApp) throws(AppError) -> [ProfileOverview]
+
+    /// - Parameter load: reads the profiles and their state (tests give fixed ones).
+    init(context: Context, selecting name: String? = nil,
+         load: @escaping (BackupApp) throws(AppError) -> [ProfileOverview] = ProfileOverview.load) {
+        self.context = context
+        self.load = load
+        reload()
+        if let name, let index = rows.firstIndex(where: { $0.profile.name == name }) { selected = index }
+    }
+
+    var title: String { "profiles" }
+    var keys: KeyMap { KeyMaps.home }
+    var hints: [Action] {
+        if targetPrompt != nil { return [] }
+        return rows.isEmpty ? [.newProfile, .help, .quit] : [.sync, .restore, .resume, .hold, .newProfile, .help, .quit]
+    }
+
+    /// Reads the profiles and their state again.
+    func reload() {
+        do {
+            rows = try load(context.app)
+            problem = nil
+        } catch {
+            rows = []
+            problem = error.message
+        }
+        selected = min(selected, max(rows.count - 1, 0))
+    }
+
+    func reappear() { reload() }
+
+    private var current: ProfileOverview? { rows.indices.contains(selected) ? rows[selected] : nil }
+
+    func handle(_ key: Key) -> Response {
+        if var prompt = targetPrompt {
+            switch prompt.handle(key) {
+            case .editing:
+                targetPrompt = prompt
+            case .cancelled:
+                targetPrompt = nil
+            case .submitted(let target):
+                targetPrompt = nil
+                guard let profile = current?.profile else { return .handled }
+                let request = RestoreRequest(target: target.isEmpty ? nil : target, overwrite: true)
+                return .push(RestoreScreen(context: context, profile: profile, request: request))
+            }
+            return .handled
+        }
+        guard let action = keys.action(for: key) else { return .ignored }
+        message = nil
+        switch action {
+        case .up: selected = max(selected - 1, 0)
+        case .down: selected = min(selected + 1, max(rows.count - 1, 0))
+        case .refresh: reload()
+        case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
+        case .sync, .restore, .resume, .hold:
+            guard let overview = current else {
+                message = "There is no profile yet: press n to set one up."
+                return .handled
+            }
+            let profile = overview.profile
+            switch action {
+            case .sync: return .push(SyncScreen(context: context, profile: profile, request: SyncRequest()))
+            case .restore:
+                targetPrompt = InputDialog(
+                    title: "Restore \"\(profile.name)\"", label: "Into which folder? (files that differ are asked about)",
+                    field: TextField(profile.source))
+            case .resume:
+                let request = RestoreRequest(resume: true, overwrite: true)
+                return .push(ResumeScreen(context: context, profile: profile, request: request))
+            default: return .push(HoldScreen(context: context, profile: profile))
+            }
+        default: return .ignored
+        }
+        return .handled
+    }
+
+    func draw(_ canvas: Canvas) {
+        defer {
+            if let message { canvas.text(message, row: canvas.body.upperBound, style: .warning) }
+            targetPrompt?.draw(canvas)
+        }
+        var row = 2
+        if let problem {
+            row += canvas.paragraph("The config cannot be read: \(problem)", row: row, style: .bad)
+            canvas.paragraph("Fix the file, then press g to read it again.", row: row + 1)
+            return
+        }
+        if rows.isEmpty {
+            canvas.paragraph(
+                "No profiles yet. Press n to set one up: the folder to back up and where to "
+                    + "(a folder path on another disk or a NAS share works with nothing else set up).", row: row)
+            return
+        }
+        let nameWidth = min(max(rows.map { DisplayWidth.of($0.profile.name) }.max() ?? 0, 7), 20)
+        let listRows = min(rows.count, max(canvas.body.upperBound - 10, 3))
+        let first = min(max(selected - listRows + 1, 0), max(rows.count - listRows, 0))
+        for (offset, overview) in rows.dropFirst(first).prefix(listRows).enumerated() {
+            let index = first + offset
+            let isSelected = index == selected
+            var line = (isSelected ? " ▸ " : "   ") + DisplayWidth.padded(overview.profile.name, to: nameWidth) + "  "
+            line += overview.lastSync.map { "synced " + Format.date($0, zone: context.timeZone) } ?? "never synced"
+            if overview.hold.isHeld { line += " · held" }
+            if overview.unfinishedRestore { line += " · restore unfinished" }
+            if isSelected {
+                canvas.fill(line, row: row + offset, style: .selection)
+            } else {
+                canvas.text(line, row: row + offset, column: 0, style: overview.hold.isHeld ? .warning : .normal)
+            }
+        }
+        row += listRows + 1
+        guard let overview = current, row < canvas.body.upperBound else { return }
+        canvas.text(String(repeating: "─", count: max(canvas.columns - 2, 0)), row: row, style: .dim)
+        row += 1
+        let label = 11
+        func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {
+            guard row <= canvas.body.upperBound - 1 else { return }
+            canvas.text(name, row: row, column: 1, width: label, style: .accent)
+            if path {
+                canvas.path(value, row: row, column: label + 1, style: style)
+            } else {
+                canvas.text(value, row: row, column: label + 1, style: style)
+            }
+            row += 1
+        }
+        field("Source", overview.profile.source, path: true)
+        field("Remote", overview.profile.remote, path: true)
+        field("Last sync", overview.lastSync.map { Format.date($0, zone: context.timeZone) } ?? "never")
+        field("Backed up", "\(Format.files(overview.files)) (\(Format.bytes(overview.bytes)))")
+        switch overview.hold {
+        case .none: field("Hold", "none")
+        case .held(let reason): field("Hold", "set: \(reason)", style: .warning)
+        }
+        if overview.unfinishedRestore { field("Restore", "unfinished: press c to see and continue it", style: .warning) }
+        if let problem = overview.problem { field("State", problem, style: .bad) }
+    }
+}

@@ -1,0 +1,101 @@
+// The resume screen: the persisted restore record (what is placed, staged, pending, and the
+// failed attempts, group by group), and the keys to continue it, or to continue trying
+// again the files that ran out of attempts.
+
+import BackupApp
+import BackupEngine
+import BackupTerminal
+
+final class ResumeScreen: Screen {
+    private let context: Context
+    let profile: Profile?
+    private let request: RestoreRequest
+    private let placeAll: Bool
+    private(set) var record: RecordSnapshot?
+    private var problem: String?
+    private var scroll = 0
+
+    init(context: Context, profile: Profile?, request: RestoreRequest, placeAll: Bool = false) {
+        self.context = context
+        self.profile = profile
+        var request = request
+        request.resume = true
+        self.request = request
+        self.placeAll = placeAll
+        reload()
+    }
+
+    private func reload() {
+        guard let path = context.recordPath(profile: profile, request: request) else {
+            problem = "a restore without a profile needs the folder it restored into"
+            return
+        }
+        do {
+            record = try RecordSnapshot.read(path)
+            problem = nil
+        } catch {
+            problem = error.message
+        }
+    }
+
+    func reappear() { reload() }
+
+    var title: String { profile.map { "resume \"\($0.name)\"" } ?? "resume restore" }
+    var keys: KeyMap { KeyMaps.resume }
+    private var resumable: Bool { record.map { $0.plan.filesPlaced < $0.plan.filesTotal } ?? false }
+    var hints: [Action] { (resumable ? [.continueRestore, .retryFailed] : []) + [.back, .help, .quit] }
+
+    func handle(_ key: Key) -> Response {
+        switch keys.action(for: key) {
+        case .continueRestore where resumable:
+            return .replace(RestoreScreen(context: context, profile: profile, request: request, placeAll: placeAll))
+        case .retryFailed where resumable:
+            var retry = request
+            retry.resetAttempts = true
+            return .replace(RestoreScreen(context: context, profile: profile, request: retry, placeAll: placeAll))
+        case .up: scroll = max(scroll - 1, 0)
+        case .down: scroll = min(scroll + 1, max((record?.plan.groups.count ?? 1) - 1, 0))
+        default: return .ignored
+        }
+        return .handled
+    }
+
+    func draw(_ canvas: Canvas) {
+        var row = 2
+        if let target = request.target ?? profile?.source {
+            canvas.text("Into", row: row, column: 1, width: 9, style: .accent)
+            canvas.path(Context.absolute(target), row: row, column: 10)
+            row += 1
+        }
+        if let problem {
+            canvas.paragraph("The restore record cannot be read: \(problem)", row: row + 1, style: .bad)
+            return
+        }
+        guard let record else {
+            canvas.paragraph("There is no restore to resume" + (profile.map { " for \"\($0.name)\"" } ?? "") + ".", row: row + 1)
+            return
+        }
+        let plan = record.plan
+        if record.completedAt != nil || plan.filesPlaced == plan.filesTotal {
+            canvas.paragraph("The last restore completed: all \(Format.files(plan.filesTotal)) are placed. Nothing to resume.", row: row + 1, style: .good)
+            return
+        }
+        row += 1
+        canvas.text("The record of the unfinished restore:", row: row, style: .accent)
+        row += 1
+        canvas.text("\(plan.filesPlaced) placed · \(plan.filesStaged) staged · \(plan.filesPending) pending · "
+            + "\(plan.filesWithFailures) with failed attempts", row: row)
+        row += 2
+        let shown = GroupTable.draw(plan.groups, first: min(scroll, max(plan.groups.count - 1, 0)), canvas: canvas, row: row,
+                                    rows: max(canvas.body.upperBound - row - 4, 1))
+        row += shown + 1
+        for group in plan.groups where group.attempts > 0 && row < canvas.body.upperBound - 2 {
+            canvas.text("\(group.label): \(group.attempts) failed attempt\(group.attempts == 1 ? "" : "s")"
+                + (group.lastError.map { " (\($0))" } ?? ""), row: row, style: .warning)
+            row += 1
+        }
+        if row < canvas.body.upperBound {
+            canvas.paragraph("Enter continues from here: staged files are not downloaded again.", row: row + 1, maxRows: 2)
+        }
+    }
+}

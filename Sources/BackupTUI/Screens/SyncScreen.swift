@@ -1,0 +1,214 @@
+// The sync screen: one run of `BackupApp.sync` for a profile, drawn from the job's latest
+// state: phase, an overall bar from the engine's done/total, bytes, rate, ETA, the file in
+// flight, and at the end the outcome in words with the keys that act on it (allow the
+// first write, sync anyway past the shrink guard after a confirmation, open the hold).
+
+import BackupApp
+import BackupEngine
+import BackupTerminal
+
+final class SyncScreen: Screen {
+    private let context: Context
+    let profile: Profile
+    private var request: SyncRequest
+    private(set) var job: SyncJob
+    private(set) var state = SyncJobState()
+    private var seen = -1
+    private var confirm: ConfirmDialog?
+
+    init(context: Context, profile: Profile, request: SyncRequest) {
+        self.context = context
+        self.profile = profile
+        self.request = request
+        job = context.startSync(profile, request)
+    }
+
+    var title: String { "sync \"\(profile.name)\"" }
+    var keys: KeyMap { KeyMaps.sync }
+    var runningJob: (any Job)? { job.isRunning ? job : nil }
+
+    /// The unavailable reason the run ended with, if it did.
+    private var unavailable: UnavailableReason? {
+        if case .success(let summary) = state.result, case .ran(.unavailable(let reason)) = summary.result { return reason }
+        return nil
+    }
+
+    /// The keys that act on how the run ended.
+    private var offered: [Action] {
+        guard state.result != nil else { return [] }
+        switch unavailable {
+        case .needsConsent: return [.allowConsent]
+        case .shrinkSuspected: return [.allowShrink]
+        case .writeHeld: return [.openHold]
+        case .restorePending: return [.restoreFirst]
+        case .noAccount, nil: return [.syncAgain]
+        }
+    }
+
+    var hints: [Action] {
+        if confirm != nil { return [] }
+        return state.result == nil ? [.back, .help, .quit] : offered + [.back, .help, .quit]
+    }
+
+    func update() -> Bool {
+        let snapshot = job.snapshot
+        guard snapshot.version != seen else { return false }
+        seen = snapshot.version
+        if state.result == nil, let result = snapshot.result {
+            context.lastStatus = Self.status(result)
+        }
+        state = snapshot
+        return true
+    }
+
+    static func status(_ result: Result<SyncSummary, AppError>) -> ExitStatus {
+        switch result {
+        case .success(let summary): summary.status
+        case .failure(let error): error.status
+        }
+    }
+
+    private func restart(_ change: (inout SyncRequest) -> Void) {
+        change(&request)
+        job = context.startSync(profile, request)
+        state = SyncJobState()
+        seen = -1
+    }
+
+    func handle(_ key: Key) -> Response {
+        if let dialog = confirm {
+            guard let yes = dialog.handle(key) else { return .handled }
+            confirm = nil
+            if yes { restart { $0.allowShrink = true } }
+            return .handled
+        }
+        guard let action = keys.action(for: key), offered.contains(action) else { return .ignored }
+        switch action {
+        case .syncAgain: restart { _ in }
+        case .allowConsent: restart { $0.consent = true }
+        case .allowShrink:
+            if case .shrinkSuspected(let deletes, let known) = unavailable {
+                confirm = ConfirmDialog(title: "Sync anyway?", lines: [
+                    "This run deletes \(deletes) of the \(known) files in the backup on \(profile.remote).",
+                    "Do this only if you really deleted them here, and the source is complete.",
+                ])
+            }
+        case .openHold: return .push(HoldScreen(context: context, profile: profile))
+        case .restoreFirst:
+            return .replace(RestoreScreen(context: context, profile: profile, request: RestoreRequest(overwrite: true)))
+        default: return .ignored
+        }
+        return .handled
+    }
+
+    func reappear() {
+        // Back from the hold screen: a cleared hold is worth a new run at once.
+        if case .writeHeld = unavailable, (try? context.app.hold(profile)) == WriteHold.none { restart { _ in } }
+    }
+
+    func draw(_ canvas: Canvas) {
+        defer { confirm?.draw(canvas) }
+        let label = 9
+        var row = 2
+        func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {
+            guard row < canvas.body.upperBound else { return }
+            canvas.text(name, row: row, column: 1, width: label, style: .accent)
+            if path {
+                canvas.path(value, row: row, column: label + 1, style: style)
+            } else {
+                canvas.text(value, row: row, column: label + 1, style: style)
+            }
+            row += 1
+        }
+        field("Source", profile.source, path: true)
+        field("Remote", profile.remote, path: true)
+        row += 1
+
+        let finished = state.result != nil
+        let completed: Bool = {
+            if case .success(let summary) = state.result, case .ran(.completed) = summary.result { return true }
+            return false
+        }()
+        canvas.text(phaseLine(completed: completed), row: row, style: .accent)
+        row += 1
+        let fraction = completed ? 1 : (state.total > 0 ? Double(state.done) / Double(state.total) : 0)
+        let barWidth = max(canvas.columns - 9, 4)
+        canvas.bar(fraction, row: row, column: 1, width: barWidth)
+        canvas.text(String(Int((fraction * 100).rounded(.down))) + "%", row: row, column: barWidth + 2)
+        row += 1
+
+        var sent = Format.bytes(state.bytes)
+        if let since = state.syncingSince, !finished {
+            let elapsed = context.clock() - since
+            if elapsed > 0.5 {
+                sent += " · \(Format.bytes(Int64(Double(state.bytes) / elapsed)))/s"
+                if state.done > 0 && state.total > state.done {
+                    sent += " · ETA " + Format.duration(elapsed * Double(state.total - state.done) / Double(state.done))
+                }
+            }
+        }
+        field("Sent", sent)
+        field("File", finished ? "–" : (state.current ?? "–"), path: true)
+        if let scanned = state.scanned {
+            field("Scanned", "\(Format.files(scanned.files)) (\(Format.bytes(scanned.bytes))), \(Format.count(scanned.hashed)) read")
+        }
+        if state.noteCount > 0, let last = state.notes.last {
+            field("Notes", "\(state.noteCount): \(last)", style: .warning)
+        }
+        row += 1
+        guard let result = state.result, row < canvas.body.upperBound else { return }
+        let (words, style) = outcome(result)
+        row += canvas.paragraph(words, row: row, maxRows: max(canvas.body.upperBound - row - offered.count, 1), style: style)
+        for action in offered where row < canvas.body.upperBound {
+            guard let binding = keys.binding(action), let key = binding.keys.first else { continue }
+            canvas.text("\(key.label)  \(binding.summary)", row: row, column: 3, style: .accent)
+            row += 1
+        }
+    }
+
+    private func phaseLine(completed: Bool) -> String {
+        switch state.result {
+        case nil: break
+        case .success where completed: return "Completed"
+        case .success where unavailable != nil: return "Not synced"
+        case .failure(let error) where error.status == .interrupted: return "Stopped"
+        default: return "Failed"
+        }
+        switch state.phase {
+        case "scanning": return "Scanning the source…"
+        case "listing": return "Listing the remote…"
+        case "syncing":
+            return state.total > 0 ? "Syncing: \(Format.count(state.done)) of \(Format.count(state.total)) steps" : "Syncing…"
+        default: return "Starting…"
+        }
+    }
+
+    /// How the run ended, in words, and the style to show them in.
+    private func outcome(_ result: Result<SyncSummary, AppError>) -> (String, Style) {
+        switch result {
+        case .failure(let error) where error.status == .interrupted:
+            return ("Stopped: what was uploaded is recorded, and the next run continues from there.", .warning)
+        case .failure(let error):
+            return ("Could not sync: \(error.message)", .bad)
+        case .success(let summary):
+            switch summary.result {
+            case .ran(.completed(let report)):
+                var words = "Completed: \(Format.count(report.uploaded.count)) uploaded (\(Format.bytes(report.uploadedBytes))), "
+                    + "\(Format.count(report.deleted.count)) deleted, \(Format.count(report.unchanged)) unchanged."
+                if !report.deleteFailures.isEmpty { words += " \(report.deleteFailures.count) deletes failed; the next run retries them." }
+                if !report.sourceFailures.isEmpty { words += " \(Format.files(report.sourceFailures.count)) could not be read; the next run uploads them." }
+                if report.identityReset { words += " The remote's identity changed, so everything was uploaded again." }
+                return (words, report.deleteFailures.isEmpty && report.sourceFailures.isEmpty ? .good : .warning)
+            case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
+                return ("Not synced: " + Explanations.of(reason, remote: profile.remote).what + ".", .warning)
+            case .ran(.failed(let error, let report)):
+                return ("Failed after \(Format.count(report.uploaded.count)) uploads: \(error.message). "
+                    + "What was uploaded is recorded; the next run continues from there.", .bad)
+            case .previewed(.failed(let error)):
+                return ("Cannot look at the remote: \(error.message)", .bad)
+            case .previewed(.wouldRun):
+                return ("Previewed.", .normal)
+            }
+        }
+    }
+}

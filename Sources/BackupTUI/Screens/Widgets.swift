@@ -1,0 +1,134 @@
+// The small parts screens share: a one-line text field, a yes/no question and a text
+// question drawn as boxes over a screen, and the table of restore groups with their bars.
+
+import BackupTerminal
+
+/// A one-line text field: typing appends, Backspace deletes, Ctrl-U clears.
+struct TextField {
+    var value: String
+
+    init(_ value: String = "") { self.value = value }
+
+    /// Applies `key`; false when the key is not an edit.
+    mutating func handle(_ key: Key) -> Bool {
+        switch key {
+        case .character(let character):
+            value.append(character)
+        default:
+            switch KeyMaps.textField.action(for: key) {
+            case .deleteBack: if !value.isEmpty { value.removeLast() }
+            case .clearField: value = ""
+            default: return false
+            }
+        }
+        return true
+    }
+
+    /// Draws the field in `width` cells (its end shows when it is longer) and, when
+    /// `focused`, puts the cursor after the text.
+    func draw(_ canvas: Canvas, row: Int, column: Int, width: Int, focused: Bool) {
+        guard width > 2 else { return }
+        let shown = DisplayWidth.truncatedHead(DisplayWidth.sanitized(value), to: width - 1)
+        canvas.terminal.draw(DisplayWidth.padded(shown, to: width), row: row, column: column, style: focused ? .selection : Style(.dim))
+        if focused { canvas.terminal.placeCursor(row: row, column: column + DisplayWidth.of(shown)) }
+    }
+}
+
+/// A yes/no question in a box.
+struct ConfirmDialog {
+    var title: String
+    var lines: [String]
+
+    /// true for yes, false for no, nil when the key is neither.
+    func handle(_ key: Key) -> Bool? {
+        switch KeyMaps.confirm.action(for: key) {
+        case .yes: true
+        case .no: false
+        default: nil
+        }
+    }
+
+    func draw(_ canvas: Canvas) {
+        let width = min(canvas.columns - 4, 64)
+        let wrapped = lines.flatMap { Canvas.wrap($0, width: width - 4) }
+        let height = min(wrapped.count + 4, canvas.rows - 2)
+        let top = max((canvas.rows - height) / 2, 1)
+        let left = (canvas.columns - width) / 2
+        canvas.box(top: top, left: left, height: height, width: width, title: title, style: .warning)
+        for (offset, line) in wrapped.prefix(height - 4).enumerated() {
+            canvas.text(line, row: top + 1 + offset, column: left + 2, width: width - 4)
+        }
+        canvas.text("y yes   n no", row: top + height - 2, column: left + 2, width: width - 4, style: .accent)
+    }
+}
+
+/// A question answered with a line of text, in a box.
+struct InputDialog {
+    enum Outcome { case editing, submitted(String), cancelled }
+
+    var title: String
+    var label: String
+    var field: TextField
+
+    mutating func handle(_ key: Key) -> Outcome {
+        switch key {
+        case .enter: return .submitted(field.value)
+        case .escape: return .cancelled
+        default:
+            _ = field.handle(key)
+            return .editing
+        }
+    }
+
+    func draw(_ canvas: Canvas) {
+        let width = min(canvas.columns - 4, 72)
+        let top = max((canvas.rows - 6) / 2, 1)
+        let left = (canvas.columns - width) / 2
+        canvas.box(top: top, left: left, height: 6, width: width, title: title)
+        canvas.text(label, row: top + 1, column: left + 2, width: width - 4)
+        field.draw(canvas, row: top + 2, column: left + 2, width: width - 4, focused: true)
+        canvas.text("Enter ok   Esc cancel", row: top + 4, column: left + 2, width: width - 4, style: .accent)
+    }
+}
+
+/// The restore groups, one row each: name (required ones marked), a bar, and where its
+/// files stand.
+enum GroupTable {
+    /// Draws the groups from `first` into `rows` rows from `row`; returns the rows used.
+    @discardableResult
+    static func draw(_ groups: [GroupProgress], first: Int, canvas: Canvas, row: Int, rows: Int) -> Int {
+        guard rows > 0 else { return 0 }
+        let nameWidth = min(max(groups.map { DisplayWidth.of($0.label) }.max() ?? 0, 8), max(canvas.columns / 4, 8))
+        let barWidth = max(min(canvas.columns - nameWidth - 34, 30), 6)
+        let visible = groups.dropFirst(first).prefix(rows)
+        for (offset, group) in visible.enumerated() {
+            let y = row + offset
+            canvas.text(group.required ? "!" : " ", row: y, column: 1, width: 1, style: .warning)
+            canvas.text(DisplayWidth.padded(group.label, to: nameWidth), row: y, column: 3, width: nameWidth, style: .accent)
+            var column = 3 + nameWidth + 1
+            canvas.bar(fraction(group), row: y, column: column, width: barWidth)
+            column += barWidth + 1
+            let (words, style) = status(group)
+            canvas.text(words, row: y, column: column, style: style)
+        }
+        return visible.count
+    }
+
+    static func fraction(_ group: GroupProgress) -> Double {
+        group.total == 0 ? 0 : Double(group.placed + group.staged) / Double(group.total)
+    }
+
+    /// The group's state in a few words.
+    static func status(_ group: GroupProgress) -> (String, Style) {
+        let counts = "\(group.placed)/\(group.total)"
+        switch group.stage {
+        case .placed where group.placed == group.total: return ("\(counts) placed", .good)
+        case .placed: return ("\(counts) placed, \(group.total - group.placed) missing", .warning)
+        case .asking: return ("\(group.staged) staged: place?", .warning)
+        case .rejected: return ("\(counts) placed, rejected", .warning)
+        case .downloading: return ("\(group.staged)/\(group.total - group.placed) downloaded", .normal)
+        case .pending where group.staged > 0: return ("\(counts) placed, \(group.staged) staged", .dim)
+        case .pending: return ("\(counts) placed", .dim)
+        }
+    }
+}

@@ -1,0 +1,151 @@
+// The sync screen: progress from the job's latest state (bar, bytes, rate, ETA, the file in
+// flight), the outcome in words, and the keys that act on an unavailable outcome.
+
+@testable import BackupTUI
+@testable import BackupApp
+import BackupEngine
+import BackupTerminal
+import XCTest
+
+final class SyncScreenTests: XCTestCase {
+    private var f: TUIFixture!
+    private var profile: Profile!
+
+    override func setUpWithError() throws {
+        f = try TUIFixture()
+        profile = Profile(name: "default", source: "/home/alice/Documents", remote: "/mnt/backup/documents")
+    }
+
+    override func tearDown() {
+        f.dir.cleanup()
+    }
+
+    private func summary(_ result: SyncSummary.Result) -> SyncSummary {
+        SyncSummary(profile: "default", result: result, files: 1000, bytes: 4_194_304, hashedFiles: 1000, absent: 0, notes: [], symlinksSkipped: 0)
+    }
+
+    func testProgressShowsTheBarBytesRateETAAndTheFileInFlight() throws {
+        let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
+        let job = try XCTUnwrap(f.syncs.last?.job)
+        job.receive(.phase("scanning"))
+        job.receive(.scanned(files: 1000, bytes: 4_194_304, hashedFiles: 1000))
+        job.receive(.phase("syncing"))
+        f.clock.advance(4)
+        job.receive(.syncProgress(done: 250, total: 1000, bytes: 1_048_576, current: "photos/日本語の写真.jpg"))
+        assertScreen(f.frame([screen]), """
+             backup · sync "default"                             ? help
+
+             Source   /home/alice/Documents
+             Remote   /mnt/backup/documents
+
+             Syncing: 250 of 1,000 steps
+             ████████████░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░ 25%
+             Sent     1.0 MiB · 256.0 KiB/s · ETA 0:12
+             File     photos/日本語の写真.jpg
+             Scanned  1,000 files (4.0 MiB), 1,000 read
+
+
+
+
+
+
+
+
+
+             Esc back  ? help  q quit
+            """)
+    }
+
+    func testCompletedShowsWhatWasDoneInWords() throws {
+        let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
+        let job = try XCTUnwrap(f.syncs.last?.job)
+        var report = SyncReport()
+        report.uploaded = (0..<1001).map { "f\($0)" }
+        report.uploadedBytes = 4_194_400
+        report.deleted = ["old.txt"]
+        report.unchanged = 12
+        job.finish(.success(summary(.ran(.completed(report)))))
+        let (loop, buffer) = f.loop([screen])
+        loop.step(timeoutMilliseconds: 0)
+        XCTAssertEqual(f.context.lastStatus, .success)
+        XCTAssertEqual(buffer.lines[5], " Completed")
+        XCTAssertTrue(buffer.lines[6].hasSuffix("█ 100%"), buffer.lines[6])
+        XCTAssertEqual(buffer.lines[10], " Completed: 1,001 uploaded (4.0 MiB), 1 deleted, 12")
+        XCTAssertEqual(buffer.lines[11], " unchanged.")
+        XCTAssertEqual(buffer.lines[12], "   s  run the sync again")
+        XCTAssertEqual(buffer.style(row: 10, column: 1), .good)
+    }
+
+    func testShrinkGuardOffersSyncAnywayOnlyAfterAConfirmation() throws {
+        let (loop, buffer) = f.loop([SyncScreen(context: f.context, profile: profile, request: SyncRequest())])
+        f.syncs[0].job.finish(.success(summary(.ran(.unavailable(.shrinkSuspected(deletes: 8, known: 10))))))
+        f.press([], loop, buffer)
+        XCTAssertEqual(f.context.lastStatus, .unavailable)
+        XCTAssertTrue(buffer.text.contains("Not synced"), buffer.text)
+        XCTAssertTrue(buffer.text.contains("would delete 8 of the 10 files"), buffer.text)
+        XCTAssertTrue(buffer.text.contains("a  sync anyway (allow shrink)"), buffer.text)
+
+        f.press([.character("a")], loop, buffer)
+        XCTAssertTrue(buffer.text.contains("Sync anyway?"), buffer.text)
+        XCTAssertTrue(buffer.text.contains("This run deletes 8 of the 10 files"), buffer.text)
+        f.press([.character("n")], loop, buffer)
+        XCTAssertEqual(f.syncs.count, 1, "no is no")
+        XCTAssertFalse(buffer.text.contains("Sync anyway?"))
+
+        f.press([.character("a"), .character("y")], loop, buffer)
+        XCTAssertEqual(f.syncs.count, 2)
+        XCTAssertEqual(f.syncs[1].job.request.allowShrink, true)
+        XCTAssertEqual(f.syncs[1].job.request.consent, false)
+    }
+
+    func testTheFirstSyncAsksForConsentAndYesRunsItWithConsent() throws {
+        let (loop, buffer) = f.loop([SyncScreen(context: f.context, profile: profile, request: SyncRequest())])
+        f.syncs[0].job.finish(.success(summary(.ran(.unavailable(.needsConsent)))))
+        f.press([], loop, buffer)
+        XCTAssertTrue(buffer.text.contains("this is the first sync to"), buffer.text)
+        XCTAssertTrue(buffer.text.contains("y  allow the first write to this remote, and sync"), buffer.text)
+        f.press([.character("a")], loop, buffer)
+        XCTAssertEqual(f.syncs.count, 1, "a key not offered for this outcome does nothing")
+        f.press([.character("y")], loop, buffer)
+        XCTAssertEqual(f.syncs.count, 2)
+        XCTAssertEqual(f.syncs[1].job.request.consent, true)
+    }
+
+    func testEveryUnavailableReasonIsExplainedWithTheKeyThatActsOnIt() throws {
+        let reasons: [(UnavailableReason, String?)] = [
+            (.noAccount, "s"), (.needsConsent, "y"), (.restorePending, "r"),
+            (.shrinkSuspected(deletes: 5, known: 6), "a"), (.writeHeld(reason: "moving disks"), "h"),
+        ]
+        for (reason, key) in reasons {
+            let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
+            f.syncs.last?.job.finish(.success(summary(.ran(.unavailable(reason)))))
+            let text = f.frame([screen], columns: 100, rows: 30).replacingOccurrences(of: "\n ", with: " ")
+            let what = Explanations.of(reason, remote: profile.remote).what
+            XCTAssertTrue(text.contains(what), "\(reason): \(text)")
+            XCTAssertFalse(text.contains("--"), "no command-line flags in the TUI's words: \(text)")
+            if let key { XCTAssertTrue(text.contains("   \(key)  "), "\(reason) offers \(key): \(text)") }
+        }
+    }
+
+    func testAHeldSyncOpensTheHoldAndRunsAgainOnceItIsCleared() throws {
+        let profile = try f.profile()
+        try f.app.setHold(profile, .held(reason: "moving disks"))
+        let (loop, buffer) = f.loop([SyncScreen(context: f.context, profile: profile, request: SyncRequest())])
+        f.syncs[0].job.finish(.success(summary(.ran(.unavailable(.writeHeld(reason: "moving disks"))))))
+        f.press([.character("h")], loop, buffer)
+        XCTAssertTrue(loop.top is HoldScreen)
+        f.press([.character("c"), .escape], loop, buffer)
+        XCTAssertEqual(try f.app.hold(profile), WriteHold.none)
+        XCTAssertTrue(loop.top is SyncScreen)
+        XCTAssertEqual(f.syncs.count, 2, "a cleared hold runs the sync again")
+    }
+
+    func testAnInterruptedSyncSaysWhatWasKept() throws {
+        let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
+        f.syncs[0].job.finish(.failure(AppError(.interrupted, "interrupted")))
+        let text = f.frame([screen])
+        XCTAssertTrue(text.contains(" Stopped\n"), text)
+        XCTAssertTrue(text.contains("Stopped: what was uploaded is recorded, and the next run"), text)
+        XCTAssertEqual(f.context.lastStatus, .interrupted)
+    }
+}
