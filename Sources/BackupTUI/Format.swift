@@ -1,19 +1,11 @@
 // Numbers, sizes, durations and dates as the screens show them.
 
+import BackupApp
 import Foundation
 
 enum Format {
     /// 1536 → "1.5 KiB" (the same units as the scripted mode).
-    static func bytes(_ count: Int64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(count)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
-    }
+    static func bytes(_ count: Int64) -> String { ByteCount.text(count) }
 
     /// 12345 → "12,345".
     static func count(_ value: Int) -> String {
