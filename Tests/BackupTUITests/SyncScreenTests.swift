@@ -61,6 +61,7 @@ final class SyncScreenTests: XCTestCase {
         let job = try XCTUnwrap(f.syncs.last?.job)
         var report = SyncReport()
         report.uploaded = (0..<1001).map { "f\($0)" }
+        report.markerUploaded = true
         report.uploadedBytes = 4_194_400
         report.deleted = ["old.txt"]
         report.unchanged = 12
@@ -70,7 +71,7 @@ final class SyncScreenTests: XCTestCase {
         XCTAssertEqual(f.context.lastStatus, .success)
         XCTAssertEqual(buffer.lines[5], " Completed")
         XCTAssertTrue(buffer.lines[6].hasSuffix("█ 100%"), buffer.lines[6])
-        XCTAssertEqual(buffer.lines[10], " Completed: 1,001 uploaded (4.0 MiB), 1 deleted, 12")
+        XCTAssertEqual(buffer.lines[10], " Completed: 1,000 files uploaded (4.0 MiB), 1 deleted, 12")
         XCTAssertEqual(buffer.lines[11], " unchanged.")
         XCTAssertEqual(buffer.lines[12], "   s  run the sync again")
         XCTAssertEqual(buffer.style(row: 10, column: 1), .good)

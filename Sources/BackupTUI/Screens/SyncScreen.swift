@@ -193,7 +193,9 @@ final class SyncScreen: Screen {
         case .success(let summary):
             switch summary.result {
             case .ran(.completed(let report)):
-                var words = "Completed: \(Format.count(report.uploaded.count)) uploaded (\(Format.bytes(report.uploadedBytes))), "
+                // Files, as the scripted mode counts them: the marker is not one of them.
+                let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
+                var words = "Completed: \(Format.files(files)) uploaded (\(Format.bytes(report.uploadedBytes))), "
                     + "\(Format.count(report.deleted.count)) deleted, \(Format.count(report.unchanged)) unchanged."
                 if !report.deleteFailures.isEmpty { words += " \(report.deleteFailures.count) deletes failed; the next run retries them." }
                 if !report.sourceFailures.isEmpty { words += " \(Format.files(report.sourceFailures.count)) could not be read; the next run uploads them." }
@@ -202,7 +204,7 @@ final class SyncScreen: Screen {
             case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
                 return ("Not synced: " + Explanations.of(reason, remote: profile.remote).what + ".", .warning)
             case .ran(.failed(let error, let report)):
-                return ("Failed after \(Format.count(report.uploaded.count)) uploads: \(error.message). "
+                return ("Failed after \(Format.files(report.uploaded.count - (report.markerUploaded ? 1 : 0))) uploaded: \(error.message). "
                     + "What was uploaded is recorded; the next run continues from there.", .bad)
             case .previewed(.failed(let error)):
                 return ("Cannot look at the remote: \(error.message)", .bad)
