@@ -5,6 +5,7 @@
 // after Ctrl-C and after a crash. Every assertion reads capture-pane text.
 
 import BackupEngine
+import BackupTerminal
 import BackupTestSupport
 import Foundation
 import XCTest
@@ -108,7 +109,7 @@ final class TUIEndToEndTests: XCTestCase {
             try tmux.press("Tab", "Tab", "Space")
             try tmux.wait(for: "[x] Allow the first upload")
             try tmux.press("Enter")
-            let done = try tmux.wait(for: "Completed: 3 uploaded")
+            let done = try tmux.wait(for: "Completed: 2 files uploaded")
             XCTAssertTrue(done.contains("100%"), done)
             XCTAssertEqual(home.tree(home.remote)["notes/今日のメモ.txt"], Data("first backup".utf8), "\(size)")
             let config = try String(contentsOfFile: home.dir.path("config/backup/config"), encoding: .utf8)
@@ -137,7 +138,7 @@ final class TUIEndToEndTests: XCTestCase {
             }
             XCTAssertGreaterThanOrEqual(seen.count, 2, "the bar moved through several values: \(seen.sorted()) at \(size)")
             XCTAssertEqual(Self.barPercent(end), 100, end)
-            XCTAssertTrue(end.contains("Completed: 3,001 uploaded"), end)
+            XCTAssertTrue(end.contains("Completed: 3,000 files uploaded"), end)
             for line in end.split(separator: "\n") {
                 XCTAssertLessThanOrEqual(line.count, size.width, "nothing wraps at \(size): \(line)")
             }
@@ -199,6 +200,13 @@ final class TUIEndToEndTests: XCTestCase {
             try tmux.press("p")
             let photos = try tmux.wait(for: "Place group \"photos\"?")
             XCTAssertTrue(photos.contains("3/3 placed"), photos)
+            try tmux.press("l")
+            let list = try tmux.wait(for: "photos/写真.jpg")
+            // Every row of the prompt's box ends in the same column, the wide name's row too.
+            let box = list.split(separator: "\n").map { String($0.reversed().drop { $0 == " " }.reversed()) }
+                .filter { $0.hasSuffix("│") || $0.hasSuffix("┐") || $0.hasSuffix("┘") }
+            XCTAssertEqual(Set(box.map { DisplayWidth.of($0) }).count, 1, "\(box)")
+            XCTAssertTrue(box.contains { $0.contains("photos/写真.jpg") }, "\(box)")
             try tmux.press("r")
             try tmux.wait(for: "Place group \"(other files)\"?")
             try tmux.press("p")
@@ -248,6 +256,37 @@ final class TUIEndToEndTests: XCTestCase {
             XCTAssertEqual(try resume.exitStatus(), 0)
             XCTAssertEqual(home.tree(target), home.tree(home.source), "\(size)")
         }
+    }
+
+    // MARK: Colours, and no terminal
+
+    func testColoursFallBackToAttributesUnderNO_COLOR() throws {
+        let home = try home()
+        let colour = try tmux(home, (60, 20), [])
+        try colour.wait(for: "set up your first backup")
+        let coloured = try colour.run(["capture-pane", "-p", "-e", "-t", "backup"])
+        XCTAssertTrue(coloured.contains("\u{1B}[37m\u{1B}[44m") || coloured.contains("\u{1B}[37;44m"), "the title bar is white on blue")
+        let plain = try tmux(home, (60, 20), [], extra: ["NO_COLOR": "1"])
+        try plain.wait(for: "set up your first backup")
+        let monochrome = try plain.run(["capture-pane", "-p", "-e", "-t", "backup"])
+        XCTAssertTrue(monochrome.contains("\u{1B}[7m"), "the title bar is reversed instead")
+        for code in 30...47 where code != 38 && code != 39 {
+            XCTAssertFalse(monochrome.contains("\u{1B}[\(code)m"), "no colour \(code) under NO_COLOR")
+        }
+    }
+
+    func testWithoutATerminalCommandsRunScripted() throws {
+        let home = try home()
+        try home.write("a.txt", "a")
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
+        let out = home.dir.path("out.txt")
+        let status = try Tmux.spawn("/usr/bin/env", home.environment.map { "\($0.key)=\($0.value)" } + ["TERM=xterm", Tmux.binary, "sync", "--yes"], output: out)
+        let text = try String(contentsOfFile: out, encoding: .utf8)
+        XCTAssertEqual(status, 0, text)
+        XCTAssertTrue(text.contains("synced \"default\": 1 file(s) uploaded"), text)
+        XCTAssertFalse(text.contains("\u{1B}["), "no screen drawn into a file: \(text)")
+        XCTAssertEqual(try Tmux.spawn("/usr/bin/env", home.environment.map { "\($0.key)=\($0.value)" } + ["TERM=xterm", Tmux.binary, "tui"], output: out), 2)
+        XCTAssertTrue(try String(contentsOfFile: out, encoding: .utf8).contains("needs a terminal"))
     }
 
     // MARK: The terminal is given back
