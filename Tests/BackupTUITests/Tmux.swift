@@ -11,6 +11,8 @@ final class Tmux {
     let socket = "backup-tui-test-\(getpid())-\(UUID().uuidString.prefix(8))"
     private let session = "backup"
     private(set) var killed = false
+    /// The server's socket file, removed with the server.
+    private var socketPath: String?
 
     /// The `backup` binary SwiftPM built next to the test bundle.
     static var binary: String {
@@ -35,6 +37,7 @@ final class Tmux {
         let command = ["/usr/bin/env", "-i"] + env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             + ["/bin/sh", "-c", script, "sh", directory, Self.binary] + arguments
         try run(["new-session", "-d", "-s", session, "-x", "\(width)", "-y", "\(height)", "--"] + command)
+        socketPath = try? format("#{socket_path}")
     }
 
     deinit { kill() }
@@ -44,6 +47,8 @@ final class Tmux {
         guard !killed else { return }
         killed = true
         _ = try? run(["kill-server"])
+        // tmux leaves the socket file behind; without this, every run would add one.
+        if let socketPath { unlink(socketPath) }
     }
 
     @discardableResult
