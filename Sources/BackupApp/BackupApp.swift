@@ -62,6 +62,11 @@ public struct BackupApp: Sendable {
         }
         if !profile.remote.contains("://") { profile.remote = Self.absolute(profile.remote) }
         _ = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)
+        if case .folder(let folder) = try? RemoteURL.parse(profile.remote),
+            !FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) || !isFolder.boolValue
+        {
+            throw .usage("the remote folder \(folder) does not exist; mount the disk or create the folder, then run init again")
+        }
         try Self.compilePatterns(profile)
         try config.save(profile)
         return profile

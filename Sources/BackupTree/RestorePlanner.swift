@@ -110,6 +110,8 @@ public struct StagedPlacement: RestorePlacement {
             return .rejected
         }
         let decision = await decide(offer)
+        // A quit while the question was open is a stop, not an answer: no attempt is counted.
+        try Task.checkCancellation()
         if decision == .placed { try target.place(group.files) }
         return decision
     }

@@ -82,12 +82,20 @@ final class ParallelUploadTests: XCTestCase {
     func testHoldSetDuringAParallelRunStopsNewUploads() async throws {
         let f = try EngineFixture(transfers: 3)
         let engine = f.engine
+        // The first three uploads are all in flight (each waits for the gate) when the second
+        // sets the hold: they finish, and no fourth one may start.
+        let gate = Mutex(false)
         f.storage.setHook { call, count in
-            if case .put = call, count == 2 { try engine.setHold(.held(reason: "stop")) }
+            guard case .put = call else { return }
+            if count == 2 {
+                try engine.setHold(.held(reason: "stop"))
+                gate.withLock { $0 = true }
+            }
+            while !gate.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
         }
         let outcome = try await f.engine.sync(snapshot(entries()))
         XCTAssertEqual(outcome, .unavailable(.writeHeld(reason: "stop")))
-        XCTAssertLessThanOrEqual(f.storage.puts.count, 3, "only uploads already started finish")
+        XCTAssertEqual(f.storage.puts.count, 3, "only the uploads already in flight finish")
         XCTAssertEqual(try f.state.entries().keys.sorted(), try f.remoteContents().keys.sorted())
     }
 }
