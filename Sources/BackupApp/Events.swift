@@ -25,6 +25,24 @@ public enum JobEvent: Sendable, Equatable {
 /// Receives a job's events; called from any thread, must not block.
 public typealias JobEvents = @Sendable (JobEvent) -> Void
 
+/// Counts the bytes a job's transfers have moved and names the file in flight, for the
+/// progress events of both jobs.
+final class TransferMeter: Sendable {
+    private let state = Mutex<(bytes: Int64, current: String?)>((0, nil))
+
+    /// `storage`, reporting its transfers to this meter.
+    func observing(_ storage: any RemoteStorage) -> ObservedStorage {
+        ObservedStorage(base: storage) { path, finished in
+            self.state.withLock { value in
+                if let finished { value.bytes += finished; value.current = nil } else { value.current = path }
+            }
+        }
+    }
+
+    /// Bytes moved so far and the file in flight.
+    var reading: (bytes: Int64, current: String?) { state.withLock { ($0.bytes, $0.current) } }
+}
+
 /// Wraps a provider to tell the job which file is moving and how many bytes have moved.
 struct ObservedStorage: RemoteStorage {
     let base: any RemoteStorage

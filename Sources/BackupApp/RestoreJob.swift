@@ -7,7 +7,6 @@ import BackupEngine
 import BackupStorage
 import BackupTree
 import Foundation
-import Synchronization
 
 /// What `backup restore` was asked to do.
 public struct RestoreRequest: Sendable {
@@ -88,12 +87,8 @@ extension BackupApp {
 
         let remote = try Remotes.open(remoteURL, settings: profile?.settings ?? [:], environment: environment)
         let target = RestoreTarget(root: targetPath)
-        let received = Mutex<(bytes: Int64, current: String?)>((0, nil))
-        let storage = ObservedStorage(base: remote.storage) { path, finished in
-            received.withLock { value in
-                if let finished { value.bytes += finished; value.current = nil } else { value.current = path }
-            }
-        }
+        let meter = TransferMeter()
+        let storage = meter.observing(remote.storage)
         let availability = remote.availability
         let gate: @Sendable () async -> Availability = { availability }
         var summary = RestoreSummary(result: .probe(.none), target: targetPath)
@@ -106,7 +101,7 @@ extension BackupApp {
                 target: target, overwrite: request.overwrite, decide: { offer in await decide?(offer) ?? .placed },
                 onConflict: { offer in events(.conflict(group: offer.group.label, paths: offer.conflicts.map(\.localPath))) })
             let progress: RestoreProgressHandler = { value in
-                let (bytes, current) = received.withLock { ($0.bytes, $0.current) }
+                let (bytes, current) = meter.reading
                 events(.restoreProgress(value, bytes: bytes, current: current))
             }
 
@@ -141,7 +136,7 @@ extension BackupApp {
             let files = try record.files()
             summary.placed = files.count { $0.status == .done }
             summary.pending = files.filter { $0.status != .done }.map(\.file.remotePath)
-            summary.downloadedBytes = received.withLock { $0.bytes }
+            summary.downloadedBytes = meter.reading.bytes
             if case .completed = outcome {
                 target.removeEmptyStaging()
                 if let profile, Self.sameFolder(targetPath, profile.source) {

@@ -5,7 +5,6 @@ import BackupEngine
 import BackupStorage
 import BackupTree
 import Foundation
-import Synchronization
 
 /// What `backup sync` was asked to do.
 public struct SyncRequest: Sendable {
@@ -114,12 +113,8 @@ extension BackupApp {
                 entries: entries, makeMarker: { try BackupApp.marker(profile, entries: markerEntries, known: known) },
                 isEmpty: scan.isEmpty, allowShrink: request.allowShrink)
 
-            let bytes = Mutex<(sent: Int64, current: String?)>((0, nil))
-            let storage = ObservedStorage(base: base) { path, finished in
-                bytes.withLock { value in
-                    if let finished { value.sent += finished; value.current = nil } else { value.current = path }
-                }
-            }
+            let meter = TransferMeter()
+            let storage = meter.observing(base)
             let transfers = profile.settings["transfers"].flatMap(Int.init) ?? 4
             let engine = SyncEngine(storage: storage, state: state, transfers: transfers, availability: gate)
 
@@ -134,7 +129,7 @@ extension BackupApp {
             if consentGiven && availability == .available { try state.setMeta(BackupApp.consentKey, remoteURL) }
             events(.phase("syncing"))
             let outcome = try await engine.sync(snapshot) { done, total in
-                let (sent, current) = bytes.withLock { ($0.sent, $0.current) }
+                let (sent, current) = meter.reading
                 events(.syncProgress(done: done, total: total, bytes: sent, current: current))
             }
             summary.result = .ran(outcome)

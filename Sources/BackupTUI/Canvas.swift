@@ -28,6 +28,19 @@ struct Canvas {
     }
 
     /// Draws a path, cut from the front so its end (the file name) stays.
+    /// A "Label  value" line at `row` (the value a path when `path`), which then moves to the
+    /// next row; nothing is drawn below the body.
+    func field(_ name: String, _ value: String, row: inout Int, label: Int, style: Style = .normal, path isPath: Bool = false) {
+        guard row < body.upperBound else { return }
+        text(name, row: row, column: 1, width: label, style: .accent)
+        if isPath {
+            path(value, row: row, column: label + 1, style: style)
+        } else {
+            text(value, row: row, column: label + 1, style: style)
+        }
+        row += 1
+    }
+
     func path(_ text: String, row: Int, column: Int, width: Int? = nil, style: Style = .normal) {
         let room = min(width ?? (columns - column), columns - column)
         guard room > 0 else { return }

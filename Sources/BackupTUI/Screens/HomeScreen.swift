@@ -130,14 +130,7 @@ final class HomeScreen: Screen {
         row += 1
         let label = 11
         func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {
-            guard row <= canvas.body.upperBound - 1 else { return }
-            canvas.text(name, row: row, column: 1, width: label, style: .accent)
-            if path {
-                canvas.path(value, row: row, column: label + 1, style: style)
-            } else {
-                canvas.text(value, row: row, column: label + 1, style: style)
-            }
-            row += 1
+            canvas.field(name, value, row: &row, label: label, style: style, path: path)
         }
         field("Source", overview.profile.source, path: true)
         field("Remote", overview.profile.remote, path: true)

@@ -111,14 +111,7 @@ final class SyncScreen: Screen {
         let label = 9
         var row = 2
         func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {
-            guard row < canvas.body.upperBound else { return }
-            canvas.text(name, row: row, column: 1, width: label, style: .accent)
-            if path {
-                canvas.path(value, row: row, column: label + 1, style: style)
-            } else {
-                canvas.text(value, row: row, column: label + 1, style: style)
-            }
-            row += 1
+            canvas.field(name, value, row: &row, label: label, style: style, path: path)
         }
         field("Source", profile.source, path: true)
         field("Remote", profile.remote, path: true)
