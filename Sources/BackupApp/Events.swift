@@ -67,12 +67,13 @@ struct ObservedStorage: RemoteStorage {
 
     func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }
 
-    func downloadFile(_ path: String, to localPath: String) async throws {
+    func downloadFile(
+        _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws {
         onTransfer(path, nil)
-        try await base.downloadFile(path, to: localPath)
+        try await base.downloadFile(path, into: fd, expectedSize: expectedSize, onBytes: onBytes)
         var info = stat()
-        let size = FileName.withCString(localPath) { stat($0, &info) } == 0 ? Int64(info.st_size) : 0
-        onTransfer(path, size)
+        onTransfer(path, fstat(fd, &info) == 0 ? Int64(info.st_size) : 0)
     }
 
     func delete(_ path: String) async throws { try await base.delete(path) }
@@ -108,7 +109,11 @@ final class PrefetchedListing: RemoteStorage {
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { try await base.writeBytes(path, data) }
     func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { try await base.writeFile(path, from: localPath) }
     func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }
-    func downloadFile(_ path: String, to localPath: String) async throws { try await base.downloadFile(path, to: localPath) }
+    func downloadFile(
+        _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws {
+        try await base.downloadFile(path, into: fd, expectedSize: expectedSize, onBytes: onBytes)
+    }
     func delete(_ path: String) async throws { try await base.delete(path) }
     func prefetch(_ paths: [String]) async { await base.prefetch(paths) }
     func flush() async throws { try await base.flush() }

@@ -41,8 +41,17 @@ public protocol RemoteStorage: Sendable {
     func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile
     /// Reads the whole file at `path`.
     func readBytes(_ path: String) async throws -> Data
-    /// Downloads the file at `path` to `localPath`, replacing what was there.
-    func downloadFile(_ path: String, to localPath: String) async throws
+    /// Writes the body of the file at `path` into `fd`, from offset 0.
+    ///
+    /// `fd` is an open, empty regular file that the caller made (restore opens it inside its
+    /// target with `openat`/`O_NOFOLLOW`/`O_EXCL`) and closes; a provider never opens a local
+    /// path for a download. A retry truncates `fd` and starts again. With an `expectedSize`
+    /// (the size the listing gave), no more than that many bytes are ever written: a body that
+    /// is longer (stopped at the first byte too many) or shorter throws `DownloadSizeMismatch`.
+    /// `onBytes` gets the bytes written so far in this attempt, as they arrive.
+    func downloadFile(
+        _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws
     /// Deletes the file at `path`; an absent path is not an error.
     func delete(_ path: String) async throws
     /// A hint that these paths will be read soon. Never throws.
@@ -53,7 +62,36 @@ public protocol RemoteStorage: Sendable {
     func flush() async throws
 }
 
+/// A download whose body was not the size the listing gave: the remote's data failed a check.
+public struct DownloadSizeMismatch: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The remote path.
+    public let path: String
+    public let expected: Int64
+    /// The bytes received; for a longer body, the count at which the download was stopped.
+    public let received: Int64
+    /// Whether the body was longer than expected (it was stopped, not read to its end).
+    public let longer: Bool
+
+    public init(path: String, expected: Int64, received: Int64, longer: Bool) {
+        self.path = path
+        self.expected = expected
+        self.received = received
+        self.longer = longer
+    }
+
+    public var description: String {
+        longer
+            ? "\(path) is listed as \(expected) bytes, but the server sent more; the download was stopped and nothing was placed"
+            : "\(path) is listed as \(expected) bytes, but the server sent \(received); nothing was placed"
+    }
+}
+
 extension RemoteStorage {
+    /// `downloadFile(_:into:expectedSize:onBytes:)` without a size check or byte callback.
+    public func downloadFile(_ path: String, into fd: Int32) async throws {
+        try await downloadFile(path, into: fd, expectedSize: nil, onBytes: { _ in })
+    }
+
     public func prefetch(_ paths: [String]) async {}
     public func flush() async throws {}
 }

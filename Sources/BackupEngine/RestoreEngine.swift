@@ -144,7 +144,10 @@ public final class RestoreEngine: Sendable {
         try Task.checkCancellation()
         let file = files[index].file
         do {
-            try await storage.downloadFile(file.remotePath, to: file.toLocalPath)
+            let fd = open(file.toLocalPath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o666)
+            guard fd >= 0 else { throw LocalFileError(path: file.toLocalPath, message: "cannot write \(file.toLocalPath)") }
+            defer { close(fd) }
+            try await storage.downloadFile(file.remotePath, into: fd, expectedSize: file.size, onBytes: { _ in })
             if let expected = file.sha256 {
                 let actual = try SHA256Hasher.hexOfFile(atPath: file.toLocalPath)
                 if actual != expected {

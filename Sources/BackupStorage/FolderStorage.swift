@@ -159,43 +159,32 @@ public struct FolderStorage: RemoteStorage {
         }
     }
 
-    /// Copies the file at `path` to `localPath` through a temporary file beside it, creating
-    /// missing local folders; an absent path throws `.notFound` and leaves nothing locally.
-    public func downloadFile(_ path: String, to localPath: String) async throws {
+    /// Copies the file at `path` into `fd`, never more than one byte past `expectedSize`; an
+    /// absent path throws `.notFound`.
+    public func downloadFile(
+        _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws {
         let parts = try Self.components(of: path)
         try mapped {
             let rootFD = try openRoot()
             defer { close(rootFD) }
             let (source, size) = try openForReading(parts, under: rootFD)
             defer { close(source) }
-
-            let localFolder = Self.parentFolder(of: localPath)
-            try makeLocalFolders(localFolder)
-            var temporary = ""
-            var target: Int32 = -1
-            for _ in 0..<8 where target < 0 {
-                temporary = localFolder + "/" + Self.temporaryName()
-                target = FileName.withCString(temporary) { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666) }
-                if target < 0 && errno != EEXIST { break }
+            guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
+                throw localFileError(errno: errno, operation: "write", path: localCopyName(path))
             }
-            guard target >= 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
-            var placed = false
-            defer { if !placed { FileName.withCString(temporary) { _ = unlink($0) } } }
-
+            let copied: Int64
             do {
-                try copyContents(from: source, to: target, expectedSize: size)
+                copied = try copyContents(from: source, to: fd, expectedSize: size, limit: expectedSize, onBytes: onBytes)
             } catch let failure as CopyFailure {
-                close(target)
                 switch failure.side {
                 case .source: throw SystemCallFailure(code: failure.code, operation: "reading", path: diskPath(parts))
-                case .destination: throw localFileError(errno: failure.code, operation: "write", path: localPath)
+                case .destination: throw localFileError(errno: failure.code, operation: "write", path: localCopyName(path))
                 }
             }
-            guard close(target) == 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
-            guard FileName.withCString(temporary, { from in FileName.withCString(localPath) { rename(from, $0) } }) == 0 else {
-                throw localFileError(errno: errno, operation: "write", path: localPath)
+            if let expectedSize, copied != expectedSize {
+                throw DownloadSizeMismatch(path: path, expected: expectedSize, received: copied, longer: copied > expectedSize)
             }
-            placed = true
         }
     }
 
@@ -274,12 +263,6 @@ public struct FolderStorage: RemoteStorage {
 
     private var volumeIdPath: String { diskPath([Self.volumeIdFileName]) }
 
-    private static func parentFolder(of localPath: String) -> String {
-        guard let slash = localPath.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-        if slash == localPath.utf8.startIndex { return "/" }
-        return String(localPath[..<slash])
-    }
-
     private static func temporaryName() -> String {
         temporaryFilePrefix + String(UInt64.random(in: .min ... .max), radix: 16)
     }
@@ -351,7 +334,8 @@ public struct FolderStorage: RemoteStorage {
             throw notFound
         }
         defer { chain.forEach { close($0) } }
-        let fd = FileName.withCString(parts[parts.count - 1]) { openat(chain.last ?? rootFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        // O_NONBLOCK: a FIFO planted on the remote is refused below instead of hanging the open.
+        let fd = FileName.withCString(parts[parts.count - 1]) { openat(chain.last ?? rootFD, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         guard fd >= 0 else {
             let code = errno
             if Self.meansAbsent(code) { throw notFound }
@@ -529,20 +513,30 @@ struct CopyFailure: Error {
 /// read/write loop with a 1 MiB buffer. The fast calls cannot say which side an error came
 /// from, so an error that is not clearly the destination's falls through to the slower calls
 /// at the same offsets, and those tell.
-func copyContents(from source: Int32, to destination: Int32, expectedSize: Int64) throws {
-    let chunk = 1 << 30
+@discardableResult
+func copyContents(
+    from source: Int32, to destination: Int32, expectedSize: Int64, limit: Int64? = nil,
+    onBytes: ((Int64) -> Void)? = nil
+) throws -> Int64 {
+    // With a limit, never more than one byte past it is read: enough to tell "longer".
+    let chunk = limit == nil ? 1 << 30 : 8 << 20
     var copied = 0
+    func wanted() -> Int {
+        guard let limit else { return chunk }
+        return Int(min(Int64(chunk), limit + 1 - Int64(copied)))
+    }
+    func done() -> Bool { limit.map { Int64(copied) > $0 } ?? false }
 
     func destinationFull(_ code: Int32) -> Bool {
         code == ENOSPC || code == EDQUOT || code == EFBIG || code == EROFS
     }
 
     if let copyFileRange = LinuxCalls.copyFileRange {
-        while true {
-            let count = copyFileRange(source, nil, destination, nil, chunk, 0)
-            if count > 0 { copied += count; continue }
+        while !done() {
+            let count = copyFileRange(source, nil, destination, nil, wanted(), 0)
+            if count > 0 { copied += count; onBytes?(Int64(copied)); continue }
             // 0 at the start of a non-empty file: a filesystem that reports no data this way.
-            if count == 0 { if copied > 0 || expectedSize == 0 { return } else { break } }
+            if count == 0 { if copied > 0 || expectedSize == 0 { return Int64(copied) } else { break } }
             let code = errno
             if code == EINTR { continue }
             if destinationFull(code) { throw CopyFailure(code: code, side: .destination) }
@@ -550,10 +544,10 @@ func copyContents(from source: Int32, to destination: Int32, expectedSize: Int64
         }
     }
 
-    while true {
-        let count = sendfile(destination, source, nil, chunk)
-        if count > 0 { copied += count; continue }
-        if count == 0 { if copied > 0 || expectedSize == 0 { return } else { break } }
+    while !done() {
+        let count = sendfile(destination, source, nil, wanted())
+        if count > 0 { copied += count; onBytes?(Int64(copied)); continue }
+        if count == 0 { if copied > 0 || expectedSize == 0 { return Int64(copied) } else { break } }
         let code = errno
         if code == EINTR { continue }
         if destinationFull(code) { throw CopyFailure(code: code, side: .destination) }
@@ -563,14 +557,14 @@ func copyContents(from source: Int32, to destination: Int32, expectedSize: Int64
     let size = 1 << 20
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
     defer { buffer.deallocate() }
-    guard let base = buffer.baseAddress else { return }
-    while true {
-        let count = read(source, base, size)
+    guard let base = buffer.baseAddress else { return Int64(copied) }
+    while !done() {
+        let count = read(source, base, min(size, wanted()))
         if count < 0 {
             if errno == EINTR { continue }
             throw CopyFailure(code: errno, side: .source)
         }
-        if count == 0 { return }
+        if count == 0 { return Int64(copied) }
         var offset = 0
         while offset < count {
             let written = write(destination, base + offset, count - offset)
@@ -580,23 +574,10 @@ func copyContents(from source: Int32, to destination: Int32, expectedSize: Int64
             }
             offset += written
         }
+        copied += count
+        onBytes?(Int64(copied))
     }
-}
-
-/// Creates `folder` and its missing parents on the local side.
-private func makeLocalFolders(_ folder: String) throws {
-    if FileName.withCString(folder, { mkdir($0, 0o777) }) == 0 || errno == EEXIST { return }
-    guard errno == ENOENT else { throw localFileError(errno: errno, operation: "create the folder of", path: folder) }
-    let parent: String
-    if let slash = folder.utf8.lastIndex(of: UInt8(ascii: "/")), slash != folder.utf8.startIndex {
-        parent = String(folder[..<slash])
-    } else {
-        throw localFileError(errno: ENOENT, operation: "create the folder of", path: folder)
-    }
-    try makeLocalFolders(parent)
-    if FileName.withCString(folder, { mkdir($0, 0o777) }) != 0 && errno != EEXIST {
-        throw localFileError(errno: errno, operation: "create the folder of", path: folder)
-    }
+    return Int64(copied)
 }
 
 // MARK: Linux calls the Glibc module does not import

@@ -34,7 +34,15 @@ enum HTTPBody: Sendable {
 enum HTTPSink: Sendable {
     case memory
     /// The open file `fd`, truncated at the start of each attempt; `path` names it in errors.
-    case file(fd: Int32, path: String)
+    /// With a `limit`, the transfer stops at the first byte past it (`SinkOverflow`).
+    /// `onBytes` gets the bytes written so far in this attempt.
+    case file(fd: Int32, path: String, limit: Int64? = nil, onBytes: (@Sendable (Int64) -> Void)? = nil)
+}
+
+/// A 2xx body that went past its sink's limit; the transfer was stopped there.
+struct SinkOverflow: Error, Sendable {
+    /// The bytes written before the transfer was stopped (the limit).
+    let written: Int64
 }
 
 /// One request, ready to send.
@@ -192,6 +200,7 @@ final class CurlTransfer: @unchecked Sendable {
     private var body = Data()
     private var sinkWritten: Int64 = 0
     private var localError: LocalFileError?
+    private var overflowed = false
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     /// Bodies of error responses are kept for the message, up to this much.
@@ -210,7 +219,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Sets every option for this attempt on `easy`; a failure means the attempt cannot start.
     func configure(_ easy: UnsafeMutableRawPointer) -> CurlFailure? {
-        if case .file(let fd, let path) = request.sink, ftruncate(fd, 0) != 0 {
+        if case .file(let fd, let path, _, _) = request.sink, ftruncate(fd, 0) != 0 {
             localError = LocalFileError(path: path, message: "cannot write the local file \(path): \(String(cString: strerror(errno)))")
             return CurlFailure(code: CURLE_WRITE_ERROR, detail: "", connected: false)
         }
@@ -280,6 +289,8 @@ final class CurlTransfer: @unchecked Sendable {
     func complete(_ code: CURLcode, _ easy: UnsafeMutableRawPointer) {
         if let localError {
             finish(.failure(localError))
+        } else if overflowed {
+            finish(.failure(SinkOverflow(written: sinkWritten)))
         } else if cancelled.load(ordering: .relaxed) {
             finish(.failure(CancellationError()))
         } else if code == CURLE_OK {
@@ -356,7 +367,11 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     fileprivate func write(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if (200..<300).contains(status), case .file(let fd, let path) = request.sink {
+        if (200..<300).contains(status), case .file(let fd, let path, let limit, let onBytes) = request.sink {
+            if let limit, Int64(bytes.count) > limit - sinkWritten {
+                overflowed = true
+                return 0  // CURLE_WRITE_ERROR: nothing past the limit is read or written
+            }
             var done = 0
             while done < bytes.count {
                 guard let base = bytes.baseAddress else { return 0 }
@@ -370,6 +385,7 @@ final class CurlTransfer: @unchecked Sendable {
                 done += count
                 sinkWritten += Int64(count)
             }
+            onBytes?(sinkWritten)
             return bytes.count
         }
         if case .file = request.sink, body.count >= Self.errorBodyLimit { return bytes.count }

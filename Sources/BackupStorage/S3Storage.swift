@@ -151,12 +151,15 @@ public final class S3Storage: RemoteStorage {
         return response.body
     }
 
-    /// Downloads into a temporary file beside `localPath` and renames it into place.
-    public func downloadFile(_ path: String, to localPath: String) async throws {
+    /// Streams the body into `fd`, stopped at the first byte past `expectedSize`.
+    public func downloadFile(
+        _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws {
         let key = try objectPath(path)
-        try await downloadToLocal(localPath) { fd, _ in
-            let response = try await self.send("downloading \(path)", method: "GET", path: key,
-                                               sink: .file(fd: fd, path: localPath), repeatable: true)
+        try await downloadChecked(path, into: fd, expectedSize: expectedSize) {
+            let response = try await self.send(
+                "downloading \(path)", method: "GET", path: key,
+                sink: .file(fd: fd, path: localCopyName(path), limit: expectedSize, onBytes: onBytes), repeatable: true)
             guard response.status == 200 else { throw self.failure(response, "downloading", path) }
         }
     }

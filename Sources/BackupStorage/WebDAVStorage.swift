@@ -117,14 +117,15 @@ public final class WebDAVStorage: RemoteStorage {
         return response.body
     }
 
-    /// Downloads into a temporary file beside `localPath` and renames it into place, so a failed
-    /// download leaves nothing behind.
-    public func downloadFile(_ path: String, to localPath: String) async throws {
+    /// Streams the body into `fd`, stopped at the first byte past `expectedSize`.
+    public func downloadFile(
+        _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws {
         let parts = try Self.components(of: path)
-        try await downloadToLocal(localPath) { fd, temporary in
+        try await downloadChecked(path, into: fd, expectedSize: expectedSize) {
             let response = try await self.send(
                 "downloading \(path)", method: "GET", url: self.fileURL(parts),
-                sink: .file(fd: fd, path: localPath), repeatable: true)
+                sink: .file(fd: fd, path: localCopyName(path), limit: expectedSize, onBytes: onBytes), repeatable: true)
             guard response.status == 200 else { throw self.failure(response, "downloading", path) }
         }
     }
@@ -543,34 +544,23 @@ func openLocalSource(_ localPath: String) throws -> (fd: Int32, size: Int64) {
     return (fd, Int64(status.st_size))
 }
 
-/// Runs `fetch` into a new temporary file beside `localPath` (creating missing folders), then
-/// renames it into place; on any failure the temporary file is removed.
-func downloadToLocal(_ localPath: String, _ fetch: (_ fd: Int32, _ temporary: String) async throws -> Void) async throws {
-    let slash = localPath.utf8.lastIndex(of: UInt8(ascii: "/"))
-    let folder = slash.map { $0 == localPath.utf8.startIndex ? "/" : String(localPath[..<$0]) } ?? "."
+/// How a download's local copy is named in messages: providers see only its descriptor.
+func localCopyName(_ remotePath: String) -> String { "the local copy of \(remotePath)" }
+
+/// Runs `fetch` (which writes into `fd`), then checks what it wrote against `expectedSize`:
+/// a body stopped past the limit or ending short throws `DownloadSizeMismatch`.
+func downloadChecked(
+    _ path: String, into fd: Int32, expectedSize: Int64?, _ fetch: () async throws -> Void
+) async throws {
     do {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    } catch {
-        throw LocalFileError(path: localPath, message: "cannot create the folder of the local file \(localPath): "
-            + "\(error.localizedDescription)")
+        try await fetch()
+    } catch let overflow as SinkOverflow {
+        throw DownloadSizeMismatch(path: path, expected: expectedSize ?? overflow.written, received: overflow.written + 1, longer: true)
     }
-    var temporary = ""
-    var fd: Int32 = -1
-    for _ in 0..<8 where fd < 0 {
-        temporary = folder + "/" + WebDAVStorage.temporaryFilePrefix + String(UInt64.random(in: .min ... .max), radix: 16)
-        fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
-        if fd < 0 && errno != EEXIST { break }
+    guard let expectedSize else { return }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw localFileError(errno: errno, operation: "write", path: localCopyName(path)) }
+    if Int64(info.st_size) != expectedSize {
+        throw DownloadSizeMismatch(path: path, expected: expectedSize, received: Int64(info.st_size), longer: Int64(info.st_size) > expectedSize)
     }
-    guard fd >= 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
-    var placed = false
-    defer {
-        if fd >= 0 { close(fd) }
-        if !placed { unlink(temporary) }
-    }
-    try await fetch(fd, temporary)
-    let closed = close(fd)
-    fd = -1
-    guard closed == 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
-    guard rename(temporary, localPath) == 0 else { throw localFileError(errno: errno, operation: "write", path: localPath) }
-    placed = true
 }

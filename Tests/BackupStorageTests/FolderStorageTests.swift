@@ -100,7 +100,7 @@ final class FolderStorageTests: XCTestCase {
             ("writeFile", { _ = try await storage.writeFile("dir/a.txt", from: source) }),
             ("identityKey", { _ = try await storage.identityKey() }),
             ("readBytes", { _ = try await storage.readBytes("a.txt") }),
-            ("downloadFile", { try await storage.downloadFile("a.txt", to: remote.dir.path("scratch/d.txt")) }),
+            ("downloadFile", { try await storage.downloadFile("a.txt", toPath: remote.dir.path("scratch/d.txt")) }),
             ("delete", { try await storage.delete("a/b.txt") }),
             ("flush", { try await storage.flush() }),
         ]
@@ -335,7 +335,7 @@ final class FolderStorageTests: XCTestCase {
         try await remote.storage.flush()
         let readBack = try await remote.storage.readBytes("bytes/one.bin")
         XCTAssertTrue(readBack == data)
-        try await remote.storage.downloadFile("file/two.bin", to: remote.scratch + "/two.bin")
+        try await remote.storage.downloadFile("file/two.bin", toPath: remote.scratch + "/two.bin")
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/two.bin")) == data)
         let listed = try await remote.storage.list().sorted { $0.path < $1.path }
         XCTAssertEqual(listed.map(\.path), ["bytes/one.bin", "file/two.bin"])
@@ -389,7 +389,7 @@ final class FolderStorageTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(fd2, 0, "the raw name exists on disk")
         close(fd2)
         let download = remote.dir.path("scratch/") + FileName.string(fromBytes: [0xFE])
-        try await remote.storage.downloadFile(other, to: download)
+        try await remote.storage.downloadFile(other, toPath: download)
         XCTAssertEqual(try SHA256Hasher.hexOfFile(atPath: download), SHA256Hasher.hex(Data("ff".utf8)))
     }
 

@@ -136,7 +136,7 @@ final class S3StorageTests: XCTestCase {
         XCTAssertEqual(written.size, Int64(data.count))
         let parts = proxy.log().filter { $0.method == "PUT" && $0.path.contains("partNumber=") }
         XCTAssertEqual(parts.count, 3, "11 MiB in 5 MiB parts")
-        try await storage.downloadFile("large.bin", to: remote.scratch + "/back.bin")
+        try await storage.downloadFile("large.bin", toPath: remote.scratch + "/back.bin")
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/back.bin")) == data)
         let listed = try await storage.list()
         XCTAssertEqual(listed.map(\.size), [Int64(data.count)])
@@ -285,7 +285,7 @@ final class S3StorageTests: XCTestCase {
         let proxy = try FaultProxy(upstreamPort: remote.server.port)
         proxy.add("GET", path: "d.bin", .cutResponse(afterBytes: 100_000))
         let storage = try remote.storage(through: proxy)
-        try await storage.downloadFile("d.bin", to: remote.scratch + "/d.bin")
+        try await storage.downloadFile("d.bin", toPath: remote.scratch + "/d.bin")
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/d.bin")) == data)
     }
 

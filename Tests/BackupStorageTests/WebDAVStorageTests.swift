@@ -560,7 +560,7 @@ func engineRoundTrip(_ storage: any RemoteStorage, scratch: String, file: Static
     XCTAssertEqual(Set(listed.map(\.path)), Set(contents.keys).union([SyncEngine.defaultMarkerPath]), file: file, line: line)
     for (path, data) in contents {
         let local = scratch + "/restored/" + path
-        try await storage.downloadFile(path, to: local)
+        try await storage.downloadFile(path, toPath: local)
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: local)) == data, "\(path) differs", file: file, line: line)
     }
 }

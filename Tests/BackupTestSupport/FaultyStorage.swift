@@ -175,9 +175,11 @@ public final class FaultyStorage: RemoteStorage {
         return try await base.readBytes(path)
     }
 
-    public func downloadFile(_ path: String, to localPath: String) async throws {
+    public func downloadFile(
+        _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws {
         try await enter(.download(path))
-        try await base.downloadFile(path, to: localPath)
+        try await base.downloadFile(path, into: fd, expectedSize: expectedSize, onBytes: onBytes)
         try await leave(.download(path))
     }
 

@@ -70,14 +70,14 @@ public enum StorageContract {
         let folder = scratch + "/restored/deeper"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try Data("stale local content".utf8).write(to: URL(fileURLWithPath: folder + "/download.bin"))
-        try await storage.downloadFile("big/upload.bin", to: folder + "/download.bin")
+        try await storage.downloadFile("big/upload.bin", toPath: folder + "/download.bin")
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: folder + "/download.bin")) == data,
                       "the download differs from the upload", file: file, line: line)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), ["download.bin"],
                        "the download left something beside the file", file: file, line: line)
 
         let fresh = scratch + "/missing/parents/download.bin"
-        try await storage.downloadFile("big/upload.bin", to: fresh)
+        try await storage.downloadFile("big/upload.bin", toPath: fresh)
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: fresh)) == data,
                       "the download into new folders differs from the upload", file: file, line: line)
     }
@@ -143,7 +143,7 @@ public enum StorageContract {
     ) async throws {
         let local = scratch + "/not-downloaded.bin"
         await assertThrows(.notFound, "downloading an absent path", file: file, line: line) {
-            try await storage.downloadFile("absent/file.bin", to: local)
+            try await storage.downloadFile("absent/file.bin", toPath: local)
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: local), "a failed download left a local file",
                        file: file, line: line)
@@ -288,6 +288,24 @@ public enum StorageContract {
             // What the contract asks: every failure is a CloudError.
         } catch {
             XCTFail("a failed write threw \(error), not a CloudError", file: file, line: line)
+        }
+    }
+}
+
+extension RemoteStorage {
+    /// Downloads `path` into a new file at `localPath` (its folders created), as restore
+    /// does into a descriptor; on a failure nothing is left at `localPath`.
+    public func downloadFile(_ path: String, toPath localPath: String, expectedSize: Int64? = nil) async throws {
+        let folder = (localPath as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let fd = open(localPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw LocalFileError(errno: errno, reading: localPath) }
+        defer { close(fd) }
+        do {
+            try await downloadFile(path, into: fd, expectedSize: expectedSize, onBytes: { _ in })
+        } catch {
+            unlink(localPath)
+            throw error
         }
     }
 }
