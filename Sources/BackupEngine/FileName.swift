@@ -62,12 +62,32 @@ public enum FileName {
         }
     }
 
-    /// The bytes the String `name` stands for (the inverse of `string(fromBytes:)`). An
-    /// escape character not followed by another or by two uppercase hex digits stands for
-    /// itself.
+    /// The bytes the String `name` stands for (the inverse of `string(fromBytes:)`).
+    ///
+    /// Only a canonical name is decoded: one that `string(fromBytes:)` gives back unchanged,
+    /// so an escape can stand only for a byte that is not valid UTF-8 or for the escape
+    /// character itself. Anything else (`‛2E` for ".", `‛2F` for "/", `‛00`, a lone escape)
+    /// comes from no file system and is taken literally, as its own UTF-8: decoding can
+    /// never produce "/", NUL, "." or "..". Untrusted paths are refused earlier, by
+    /// `RelativePath`, which checks `isCanonical`.
     public static func bytes(of name: String) -> [UInt8] {
         let utf8 = Array(name.utf8)
         guard containsEscape(utf8) else { return utf8 }
+        let decoded = decode(utf8)
+        return string(fromBytes: decoded) == name ? decoded : utf8
+    }
+
+    /// Whether `name` is what `string(fromBytes:)` makes of some bytes: true for every name
+    /// without the escape character, and for escapes that stand only for bytes that are not
+    /// valid UTF-8 (or for a doubled escape character).
+    public static func isCanonical(_ name: String) -> Bool {
+        let utf8 = Array(name.utf8)
+        guard containsEscape(utf8) else { return true }
+        return string(fromBytes: decode(utf8)) == name
+    }
+
+    /// Every escape decoded, canonical or not.
+    private static func decode(_ utf8: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(utf8.count)
         var index = 0

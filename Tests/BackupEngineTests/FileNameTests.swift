@@ -56,3 +56,22 @@ final class FileNameTests: XCTestCase {
         XCTAssertFalse(listed[0].contains("\u{201B}"))
     }
 }
+
+final class FileNameCanonicalTests: XCTestCase {
+    private let e = "\u{201B}"
+
+    func testNonCanonicalEscapesAreNeverDecoded() {
+        // Escapes for ".", "/", NUL and plain letters stand for no bytes a scan produces:
+        // they are taken literally, so decoding can never yield "/", NUL, "." or "..".
+        for name in ["\(e)2E\(e)2E", "\(e)2E", "a\(e)2Fb", "\(e)00", "\(e)41", "x\(e)"] {
+            XCTAssertEqual(FileName.bytes(of: name), Array(name.utf8), name)
+            XCTAssertFalse(FileName.isCanonical(name), name)
+        }
+    }
+
+    func testCanonicalEscapesDecode() {
+        let name = FileName.string(fromBytes: [0x63, 0x61, 0x66, 0xE9, 0xFF])
+        XCTAssertTrue(FileName.isCanonical(name))
+        XCTAssertEqual(FileName.bytes(of: name), [0x63, 0x61, 0x66, 0xE9, 0xFF])
+    }
+}
