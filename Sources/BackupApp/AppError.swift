@@ -15,6 +15,8 @@ public enum ExitStatus: Int32, Sendable, Equatable, CaseIterable {
     case unavailable = 3
     /// A restore ended with files still pending.
     case incomplete = 4
+    /// The remote's data failed a check: a hash or size mismatch, a refused name, damage found.
+    case damaged = 5
     /// Interrupted by SIGINT or SIGTERM; state and record are saved.
     case interrupted = 130
 }

@@ -20,6 +20,10 @@ public enum JobEvent: Sendable, Equatable {
     case restoreProgress(RestoreProgress, bytes: Int64, current: String?)
     /// A group was not placed because it would overwrite local files that differ.
     case conflict(group: String, paths: [String])
+    /// One file of a restore failed this attempt: `kind` is "hashMismatch", "sizeMismatch",
+    /// "local" or a CloudError kind's key ("transport"); `damage` says whether the remote's
+    /// data failed a check (exit status 5).
+    case fileFailed(path: String, kind: String, message: String, damage: Bool)
 }
 
 /// Receives a job's events; called from any thread, must not block.

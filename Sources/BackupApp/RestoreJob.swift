@@ -7,6 +7,7 @@ import BackupEngine
 import BackupStorage
 import BackupTree
 import Foundation
+import Synchronization
 
 /// What `backup restore` was asked to do.
 public struct RestoreRequest: Sendable {
@@ -52,14 +53,18 @@ public struct RestoreSummary: Sendable {
     public var pending: [String] = []
     public var downloadedBytes: Int64 = 0
 
+    /// Files of this run whose download failed a check (hash or size mismatch).
+    public var damaged: [String] = []
+
     public var status: ExitStatus {
+        let damage = !refused.isEmpty || !damaged.isEmpty
         switch result {
-        case .restored(.completed): refused.isEmpty ? .success : .incomplete
-        case .restored(.partial), .restored(.placementRejected): .incomplete
-        case .restored(.failed): .failure
-        case .restored: .unavailable
-        case .probe(.failed): .failure
-        case .probe: .unavailable
+        case .restored(.completed): return damage ? .damaged : .success
+        case .restored(.partial), .restored(.placementRejected): return damage ? .damaged : .incomplete
+        case .restored(.failed(let failure)): return damage || failure.isDamage ? .damaged : .failure
+        case .restored: return .unavailable
+        case .probe(.failed): return .failure
+        case .probe: return .unavailable
         }
     }
 }
@@ -70,32 +75,57 @@ extension BackupApp {
         guard let remoteURL = request.remoteURL ?? profile?.remote else {
             throw .usage("restore needs a profile or --remote URL")
         }
-        guard let targetPath = (request.target ?? profile?.source).map(Self.absolute) else {
-            throw .usage("restore --remote needs --to DIR: the folder to restore into")
-        }
+        let requested = request.target.map(Self.absolute)
         let lockPath: String
         let recordPath: String
         if let profile, request.remoteURL == nil {
             lockPath = paths.lockFile(profile: profile.name)
             recordPath = paths.restoreRecord(profile: profile.name)
         } else {
-            recordPath = paths.restoreRecord(target: targetPath)
+            guard let requested else { throw .usage("restore --remote needs --to DIR: the folder to restore into") }
+            recordPath = paths.restoreRecord(target: requested)
             lockPath = (recordPath as NSString).deletingLastPathComponent + "/lock"
         }
-        let lock = try ProfileLock(path: lockPath, profile: profile?.name ?? targetPath)
+        let lock = try ProfileLock(path: lockPath, profile: profile?.name ?? requested ?? remoteURL)
         defer { lock.release() }
 
         let remote = try Remotes.open(remoteURL, settings: profile?.settings ?? [:], environment: environment)
-        let target = RestoreTarget(root: targetPath)
         let meter = TransferMeter()
         let storage = meter.observing(remote.storage)
         let availability = remote.availability
         let gate: @Sendable () async -> Availability = { availability }
-        var summary = RestoreSummary(result: .probe(.none), target: targetPath)
+        var summary = RestoreSummary(result: .probe(.none), target: requested ?? profile?.source ?? "")
 
         do {
             let record = try RestoreRecord(path: recordPath)
-            let engine = RestoreEngine(storage: storage, record: record, availability: gate)
+            // The target: on --resume the one the record stores, never re-derived.
+            let targetPath: String
+            if request.resume {
+                guard try record.source() != nil, let stored = try record.target(), !stored.isEmpty else {
+                    throw StateStoreError(
+                        .nothingToResume, path: record.path,
+                        "there is no restore to resume in \(record.path); start one with `backup restore`")
+                }
+                if let requested, !Self.sameFolder(requested, stored) {
+                    throw AppError.usage(
+                        "the restore to resume goes into \(stored), not \(requested); continue it with "
+                            + "`\(Self.resumeCommand(profile: profile, remoteURL: request.remoteURL, target: stored))`, "
+                            + "or start a new restore into \(requested) without --resume")
+                }
+                targetPath = stored
+            } else {
+                guard let chosen = requested ?? profile.map({ Self.absolute($0.source) }) else {
+                    throw AppError.usage("restore --remote needs --to DIR: the folder to restore into")
+                }
+                targetPath = chosen
+            }
+            summary.target = targetPath
+            let target = RestoreTarget(root: targetPath)
+            let failures = Mutex<[String]>([])
+            let engine = RestoreEngine(storage: storage, record: record, staging: target, availability: gate) { file, failure in
+                if failure.isDamage { failures.withLock { $0.append(file.remotePath) } }
+                events(.fileFailed(path: file.remotePath, kind: failure.key, message: failure.description, damage: failure.isDamage))
+            }
             let decide = request.decide
             let placement = StagedPlacement(
                 target: target, overwrite: request.overwrite, decide: { offer in await decide?(offer) ?? .placed },
@@ -109,6 +139,7 @@ extension BackupApp {
             if request.resume {
                 events(.phase("restoring"))
                 try target.prepare()
+                try Self.checkFreeSpace(target, needs: try record.files().filter { $0.status == .pending }.compactMap(\.file.size))
                 outcome = try await engine.resume(resetAttempts: request.resetAttempts, placement: placement, onProgress: progress)
             } else {
                 events(.phase("listing"))
@@ -117,36 +148,56 @@ extension BackupApp {
                     summary.result = .probe(probe)
                     return summary
                 }
-                let only = request.only.isEmpty ? nil : Set(request.only)
-                if let only {
-                    let known = Set(try Marker.decode(marker).groups.map(\.name) + [RestorePlanner.otherFilesGroup])
-                    let unknown = only.subtracting(known).sorted()
-                    if !unknown.isEmpty {
-                        throw AppError.usage("--only: the backup has no group \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); its groups are \(known.sorted().joined(separator: ", "))")
+                let planned: PlannedRestore
+                do {
+                    let only = request.only.isEmpty ? nil : Set(request.only)
+                    if let only {
+                        let decoded = try Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count))
+                        let known = Set(decoded.groups.map(\.name) + [RestorePlanner.otherFilesGroup])
+                        let unknown = only.subtracting(known).sorted()
+                        if !unknown.isEmpty {
+                            throw AppError.usage("--only: the backup has no group \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); its groups are \(known.sorted().joined(separator: ", "))")
+                        }
                     }
+                    planned = try RestorePlanner.plan(marker: marker, source: source, files: files, target: target, only: only)
+                } catch let error as MarkerError {
+                    throw AppError(.damaged, "the backup's marker on \(remote.displayURL) cannot be used: \(error); "
+                        + "nothing was restored. Run `backup sync` from the source to write a new one")
                 }
-                let planned = try RestorePlanner.plan(marker: marker, source: source, files: files, target: target, only: only)
                 summary.refused = planned.refused
                 for refused in planned.refused { events(.note(path: refused.remotePath, message: refused.description)) }
                 try target.prepare()
+                try Self.checkFreeSpace(target, needs: planned.plan.files.compactMap(\.size))
                 events(.phase("restoring"))
                 outcome = try await engine.start(planned.plan, placement: placement, onProgress: progress)
             }
             summary.result = .restored(outcome)
+            summary.damaged = failures.withLock { $0 }
             let files = try record.files()
             summary.placed = files.count { $0.status == .done }
             summary.pending = files.filter { $0.status != .done }.map(\.file.remotePath)
             summary.downloadedBytes = meter.reading.bytes
-            if case .completed = outcome {
-                target.removeEmptyStaging()
-                if let profile, Self.sameFolder(targetPath, profile.source) {
-                    try seedSyncState(profile, from: files, target: target)
-                }
+            if case .completed = outcome, let profile, Self.sameFolder(targetPath, profile.source) {
+                try seedSyncState(profile, from: files, target: target)
             }
             return summary
         } catch {
             throw AppError.from(error)
         }
+    }
+
+    /// The command that continues the recorded restore.
+    static func resumeCommand(profile: Profile?, remoteURL: String?, target: String) -> String {
+        if let remoteURL { return "backup restore --remote \(RemoteURL.redacted(remoteURL)) --to \(target) --resume" }
+        return "backup restore --profile \(profile?.name ?? "default") --resume"
+    }
+
+    /// Refuses to start when the files still to download need more than the target's free space.
+    static func checkFreeSpace(_ target: RestoreTarget, needs sizes: [Int64]) throws(AppError) {
+        let needed = sizes.reduce(0, +)
+        guard let free = target.freeBytes(), needed > free else { return }
+        throw AppError(.failure, "the restore needs \(ByteCount.text(needed)) but \(target.root) has only \(ByteCount.text(free)) free; "
+            + "nothing was downloaded. Free some space, or restore into another folder with --to")
     }
 
     static func sameFolder(_ a: String, _ b: String) -> Bool {
@@ -162,10 +213,10 @@ extension BackupApp {
         for recorded in files where recorded.status == .done {
             guard let hash = recorded.file.sha256 else { continue }
             var info = stat()
-            let finalPath = target.finalPath(for: recorded.file.remotePath)
+            let finalPath = target.finalPath(for: recorded.file.placePath)
             guard FileName.withCString(finalPath, { lstat($0, &info) }) == 0 else { continue }
-            try state.put(StateEntry(path: recorded.file.remotePath, size: Int64(info.st_size), hash: hash, remoteId: nil))
-            prints[recorded.file.remotePath] = Fingerprint(
+            try state.put(StateEntry(path: recorded.file.placePath, size: Int64(info.st_size), hash: hash, remoteId: nil))
+            prints[recorded.file.placePath] = Fingerprint(
                 size: Int64(info.st_size),
                 mtimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
                 inode: UInt64(info.st_ino), hash: hash)

@@ -473,8 +473,20 @@ enum Manual {
         page.paragraphs("""
             `backup restore` probes the remote, reads the marker the last sync wrote and plans by its groups, \
             required groups first. Files download into the staging folder `.backup-staging` inside the target, \
-            are checked against the SHA-256 in the marker, and are then placed one group at a time. Nothing is \
-            ever written outside the target: a remote path that would land outside it is refused and reported.
+            are checked against the size the remote listed and the SHA-256 in the marker, and are then placed \
+            one group at a time.
+
+            Everything the remote says is untrusted: names, sizes, bodies, the marker. Nothing is ever written \
+            outside the target. A remote path that is absolute, holds a `.` or `..` component, or an escape \
+            that would stand for `/`, NUL, `.` or `..`, is refused and named in a note. Every folder on the \
+            way is opened without following links (a link in the way is refused, never written through), \
+            every download goes into a new file made inside the target, and nothing a FIFO could hang is \
+            opened. A body longer than the listed size is stopped at that size; a shorter one, or one whose \
+            SHA-256 differs from the marker's, is refused and reported (`hashMismatch` or `sizeMismatch`), and \
+            never placed. A listing that names a file twice keeps its first entry. A marker larger than a \
+            backup of the listed size can need (1 MiB and 1 KiB per file) is refused before it is read \
+            further. Before downloading, a restore that needs more space than the target has free is refused. \
+            Each of these checks ends the run with exit status 5 once everything else is restored.
 
             A local file that differs from the backup is never replaced without `--overwrite`: its group is \
             not placed, and reported (a `conflict` event). `--place ask` asks before each group on the terminal \
@@ -485,7 +497,11 @@ enum Manual {
             in a required group fails the restore. The restore's record is saved after every download and \
             every placement, so after any stop `backup restore --resume` continues where it stopped; \
             `--reset-attempts` tries skipped files again. If a sync wrote a new backup in the meantime, the \
-            resume ends with `sourceChanged`: start a new restore.
+            resume ends with `sourceChanged`: start a new restore. The record names the target folder once and, \
+            per file, the remote path and the path it is placed at, never a local path; `--resume` continues \
+            into that target, and a different `--to` is refused (exit status 2) with the command that continues. \
+            A file staged by an earlier run is checked again (size and SHA-256) before it is placed. A restore \
+            that completes leaves exactly the restored tree: no staging folder, no temporary files.
 
             `backup restore --remote URL --to DIR` restores without a profile, as on a new machine (its record \
             is kept per target folder). A restore into a profile's own source seeds its sync state with every \
@@ -582,6 +598,7 @@ enum Manual {
         case .usage: "A usage or config error: a wrong option, a mistake in the config file, an unknown profile. Nothing was touched."
         case .unavailable: "Unavailable: missing credentials, consent not given, a guard, the hold, a backup changed under a resumed restore, or another run using the profile. Nothing was written."
         case .incomplete: "The restore is incomplete: files are pending or a group was not placed. Run `backup restore --resume`."
+        case .damaged: "The remote's data failed a check: a hash or size mismatch, a refused name, a damaged marker. Everything else was restored; the files named were not placed."
         case .interrupted: "Interrupted by SIGINT or SIGTERM. The state and the restore record are saved; the next run continues."
         }
     }

@@ -34,7 +34,8 @@ public enum Help {
         if path.isEmpty {
             lines.append("")
             lines.append("Exit status: 0 completed, 1 failed, 2 usage or config error, 3 unavailable (a guard, the hold,")
-            lines.append("a busy profile), 4 restore incomplete, 130 interrupted. See backup(1).")
+            lines.append("a busy profile), 4 restore incomplete, 5 the remote's data failed a check (a hash or size")
+            lines.append("mismatch, a refused name), 130 interrupted. See backup(1).")
         }
         return lines.joined(separator: "\n") + "\n"
     }

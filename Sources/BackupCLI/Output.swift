@@ -56,6 +56,12 @@ final class Output: Sendable {
                 progress("\(value.filesDone)/\(value.filesTotal) files placed, \(value.groupsDone)/\(value.groupsTotal) groups, \(Self.bytes(bytes)) received"
                     + (current.map { ": \($0)" } ?? ""), force: final)
             }
+        case .fileFailed(let path, let kind, let message, _):
+            if json {
+                emit(["event": "error", "error": kind, "message": message].merging(Self.pathFields("path", path)) { a, _ in a })
+            } else {
+                line("error: \(message)")
+            }
         case .conflict(let group, let paths):
             if json {
                 emit(["event": "conflict", "group": group].merging(Self.pathList("paths", paths)) { a, _ in a })

@@ -5,17 +5,7 @@ import BackupApp
 import BackupEngine
 
 enum Words {
-    static func key(_ kind: CloudError.Kind) -> String {
-        switch kind {
-        case .storageFull: "storageFull"
-        case .transport: "transport"
-        case .authRevoked: "authRevoked"
-        case .offline: "offline"
-        case .notFound: "notFound"
-        case .notAvailable: "notAvailable"
-        case .needsConsent: "needsConsent"
-        }
-    }
+    static func key(_ kind: CloudError.Kind) -> String { kind.key }
 
     static func key(_ reason: UnavailableReason) -> String {
         switch reason {

@@ -20,6 +20,9 @@ public struct CloudError: Error, Sendable, Equatable, CustomStringConvertible {
         case notAvailable = "NotAvailable"
         /// The person has not confirmed the first write to this remote.
         case needsConsent = "NeedsConsent"
+
+        /// The kind as a JSON key: "storageFull", "authRevoked".
+        public var key: String { rawValue.prefix(1).lowercased() + rawValue.dropFirst() }
     }
 
     public let kind: Kind

@@ -8,22 +8,29 @@ import Foundation
 public final class RestoreEngine: Sendable {
     public let storage: any RemoteStorage
     public let record: RestoreRecord
+    /// Where downloads are written and wait for placement.
+    public let staging: any RestoreStaging
     public let markerPath: String
     /// After this many failed attempts an optional file is skipped until
     /// `resume(resetAttempts: true)`.
     public let maxAttempts: Int
     private let availability: @Sendable () async -> Availability
+    private let onFileFailed: @Sendable (RestoreFile, RestoreFailure) -> Void
     private let serial = AsyncMutex()
 
     public init(
         storage: any RemoteStorage,
         record: RestoreRecord,
+        staging: any RestoreStaging,
         markerPath: String = SyncEngine.defaultMarkerPath,
         maxAttempts: Int = 3,
-        availability: @escaping @Sendable () async -> Availability = { .available }
+        availability: @escaping @Sendable () async -> Availability = { .available },
+        onFileFailed: @escaping @Sendable (RestoreFile, RestoreFailure) -> Void = { _, _ in }
     ) {
+        self.onFileFailed = onFileFailed
         self.storage = storage
         self.record = record
+        self.staging = staging
         self.markerPath = markerPath
         self.maxAttempts = maxAttempts
         self.availability = availability
@@ -80,51 +87,52 @@ public final class RestoreEngine: Sendable {
     }
 
     private func run(placement: any RestorePlacement, onProgress: @escaping RestoreProgressHandler) async throws -> RestoreOutcome {
+        try staging.prepare()
         var files = try record.files()
         let groups = Self.groups(of: files)
-        var reporter = ProgressReporter(onProgress: onProgress)
-        reporter.report(files, groups: groups)
+        var run = Run(files: files, groups: groups, onProgress: onProgress)
+        run.report()
 
         // Rule 1: prefetch is asked for every path that will be fetched, before any download.
-        let toFetch = files.filter { $0.status != .done && !isStaged($0) }.map(\.file.remotePath)
+        let toFetch = files.filter { $0.status == .pending }.map(\.file.remotePath)
         if !toFetch.isEmpty { await storage.prefetch(toFetch) }
 
         // Rule 3: required groups first, in plan order; the first failure ends the run.
-        for group in groups where group.required {
+        for (groupIndex, group) in groups.enumerated() where group.required {
             let open = group.indices.filter { files[$0].status != .done }
             if open.isEmpty { continue }
             for index in open {
-                if let failure = try await fetch(&files, index) {
-                    reporter.report(files, groups: groups)
+                if let failure = try await fetch(&files, index, &run) {
+                    run.report()
                     return .failed(failure)
                 }
-                reporter.report(files, groups: groups)
+                run.report()
             }
             let offered = RestoreGroup(name: group.name, required: true, files: open.map { files[$0].file }, failed: [])
-            switch try await place(offered, open, &files, placement) {
+            switch try await place(offered, open, &files, placement, groupIndex, &run) {
             case .placed: break
             case .rejected: return .placementRejected(group: offered.label)
             case .failed(let failure): return .failed(failure)
             }
-            reporter.report(files, groups: groups)
+            run.report()
         }
 
         // Rule 4: optional groups, best-effort; what landed of a group is placed even when a
         // sibling failed; a file out of attempts is skipped.
-        for group in groups where !group.required {
+        for (groupIndex, group) in groups.enumerated() where !group.required {
             let open = group.indices.filter { files[$0].status != .done && files[$0].attempts < maxAttempts }
             if open.isEmpty { continue }
             var landed: [Int] = []
             var failed: [Int] = []
             for index in open {
-                if try await fetch(&files, index) == nil { landed.append(index) } else { failed.append(index) }
-                reporter.report(files, groups: groups)
+                if try await fetch(&files, index, &run) == nil { landed.append(index) } else { failed.append(index) }
+                run.report()
             }
             if landed.isEmpty { continue }
             let offered = RestoreGroup(
                 name: group.name, required: false, files: landed.map { files[$0].file }, failed: failed.map { files[$0].file })
-            _ = try await place(offered, landed, &files, placement)
-            reporter.report(files, groups: groups)
+            _ = try await place(offered, landed, &files, placement, groupIndex, &run)
+            run.report()
         }
 
         // Rule 6: completed when nothing is pending.
@@ -132,28 +140,36 @@ public final class RestoreEngine: Sendable {
         if pending.isEmpty {
             let now = try record.completedAt() ?? Date()
             try record.complete(at: now)
+            staging.finish()
             return .completed(at: now)
         }
         return .partial(pending: pending)
     }
 
-    /// Makes sure file `index` is downloaded (and verified); nil when it is, else why not.
-    /// Rule 7: a staged file still on disk is not fetched again.
-    private func fetch(_ files: inout [RecordedFile], _ index: Int) async throws -> RestoreFailure? {
-        if files[index].status == .downloaded && isStaged(files[index]) { return nil }
-        try Task.checkCancellation()
+    /// Makes sure file `index` is downloaded and verified; nil when it is, else why not.
+    ///
+    /// Rule 7: a file staged by an earlier run is not fetched again, but it is checked again
+    /// (size and SHA-256) before it may be placed: the disk may have changed between runs.
+    private func fetch(_ files: inout [RecordedFile], _ index: Int, _ run: inout Run) async throws -> RestoreFailure? {
+        if run.verified.contains(index) { return nil }
         let file = files[index].file
+        if files[index].status == .downloaded {
+            if try stagedCopyIsIntact(file) {
+                run.verified.insert(index)
+                return nil
+            }
+            staging.removeStaged(file)
+        }
+        try Task.checkCancellation()
         do {
-            let fd = open(file.toLocalPath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o666)
-            guard fd >= 0 else { throw LocalFileError(path: file.toLocalPath, message: "cannot write \(file.toLocalPath)") }
-            defer { close(fd) }
-            try await storage.downloadFile(file.remotePath, into: fd, expectedSize: file.size, onBytes: { _ in })
-            if let expected = file.sha256 {
-                let actual = try SHA256Hasher.hexOfFile(atPath: file.toLocalPath)
-                if actual != expected {
-                    unlink(file.toLocalPath)  // a mismatch is never left to be placed
-                    throw RestoreFailure.hashMismatch(path: file.remotePath, expected: expected, actual: actual)
-                }
+            let write = try staging.create(for: file)
+            do {
+                try await storage.downloadFile(file.remotePath, into: write.fd, expectedSize: file.size, onBytes: { _ in })
+                try Self.verify(write.fd, file)
+                try staging.keep(write, for: file)
+            } catch {
+                staging.discard(write)
+                throw error
             }
         } catch is CancellationError {
             throw CancellationError()
@@ -161,16 +177,46 @@ public final class RestoreEngine: Sendable {
             throw error
         } catch {
             let failure = Self.failure(error)
+            onFileFailed(file, failure)
             try record.countAttempt([files[index].index], reason: failure.description, status: .pending)
             files[index].attempts += 1
-            files[index].status = .pending
+            run.setStatus(index, .pending, in: &files)
             files[index].lastError = failure.description
             return failure
         }
         // Rule 5: saved after every download.
         try record.setStatus(.downloaded, [files[index].index])
-        files[index].status = .downloaded
+        run.setStatus(index, .downloaded, in: &files)
+        run.verified.insert(index)
         return nil
+    }
+
+    /// Whether what is staged for `file` is still its verified content.
+    private func stagedCopyIsIntact(_ file: RestoreFile) throws -> Bool {
+        guard let fd = try staging.openStaged(file) else { return false }
+        defer { close(fd) }
+        do {
+            try Self.verify(fd, file)
+            return true
+        } catch is RestoreFailure {
+            return false
+        }
+    }
+
+    /// Checks the file open at `fd` against the listed size and the marker's SHA-256.
+    private static func verify(_ fd: Int32, _ file: RestoreFile) throws {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw LocalFileError(errno: errno, reading: file.placePath) }
+        if let size = file.size, Int64(info.st_size) != size {
+            throw RestoreFailure.sizeMismatch(DownloadSizeMismatch(
+                path: file.remotePath, expected: size, received: Int64(info.st_size), longer: Int64(info.st_size) > size))
+        }
+        guard let expected = file.sha256 else { return }
+        guard lseek(fd, 0, SEEK_SET) == 0 else { throw LocalFileError(errno: errno, reading: file.placePath) }
+        let actual = try SHA256Hasher.hexOfOpenFile(fd, displayPath: file.placePath)
+        if actual != expected {
+            throw RestoreFailure.hashMismatch(path: file.remotePath, expected: expected, actual: actual)
+        }
     }
 
     private enum Placed {
@@ -181,7 +227,8 @@ public final class RestoreEngine: Sendable {
 
     /// Rule 2: offers a group to placement and records the answer (rule 5).
     private func place(
-        _ group: RestoreGroup, _ indices: [Int], _ files: inout [RecordedFile], _ placement: any RestorePlacement
+        _ group: RestoreGroup, _ indices: [Int], _ files: inout [RecordedFile], _ placement: any RestorePlacement,
+        _ groupIndex: Int, _ run: inout Run
     ) async throws -> Placed {
         try Task.checkCancellation()
         let result: Placed
@@ -196,10 +243,10 @@ public final class RestoreEngine: Sendable {
         switch result {
         case .placed:
             try record.setStatus(.done, ids)
-            for index in indices { files[index].status = .done }
+            for index in indices { run.setStatus(index, .done, in: &files) }
         case .rejected, .failed:
             // Counted as an attempt on each file; still staged, so offered again next run
-            // without a new download.
+            // without a new download (but checked again first).
             let reason: String
             if case .failed(let failure) = result { reason = failure.description } else { reason = "rejected at placement" }
             try record.countAttempt(ids, reason: reason, status: .downloaded)
@@ -209,13 +256,6 @@ public final class RestoreEngine: Sendable {
             }
         }
         return result
-    }
-
-    private func isStaged(_ file: RecordedFile) -> Bool {
-        guard file.status == .downloaded else { return false }
-        var info = stat()
-        guard stat(file.file.toLocalPath, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
-        return file.file.size.map { $0 == Int64(info.st_size) } ?? true
     }
 
     /// Groups in plan order of their first file; a file with no group is its own group.
@@ -241,24 +281,67 @@ public final class RestoreEngine: Sendable {
     private static func failure(_ error: any Error) -> RestoreFailure {
         switch error {
         case let failure as RestoreFailure: failure
+        case let mismatch as DownloadSizeMismatch: .sizeMismatch(mismatch)
         case let error as CloudError: .cloud(error)
         case let error as LocalFileError: .local(error)
         default: .cloud(CloudError(.transport, String(describing: error)))
         }
     }
 
-    /// Rule 6: sends a report only when a count changed.
-    private struct ProgressReporter {
+    /// The counts of one run, kept up to date as statuses change (never recounted: a step
+    /// costs the same at 1,000,000 files as at 10), and what this run has verified itself.
+    private struct Run {
         let onProgress: RestoreProgressHandler
+        let total: Int
+        let groupsTotal: Int
+        /// The group of each file, and how many of each group's files are done.
+        var groupOf: [Int]
+        var groupSize: [Int]
+        var groupDone: [Int]
+        var done = 0
+        var staged = 0
+        var groupsDone = 0
         var last: RestoreProgress?
+        /// Files this run downloaded and checked, or found staged and checked again.
+        var verified = Set<Int>()
 
-        mutating func report(_ files: [RecordedFile], groups: [Group]) {
+        init(files: [RecordedFile], groups: [Group], onProgress: @escaping RestoreProgressHandler) {
+            self.onProgress = onProgress
+            total = files.count
+            groupsTotal = groups.count
+            groupOf = Array(repeating: 0, count: files.count)
+            groupSize = groups.map(\.indices.count)
+            groupDone = Array(repeating: 0, count: groups.count)
+            for (groupIndex, group) in groups.enumerated() {
+                for index in group.indices { groupOf[index] = groupIndex }
+            }
+            for (index, file) in files.enumerated() { count(index, file.status, +1) }
+        }
+
+        private mutating func count(_ index: Int, _ status: RestoreFileStatus, _ delta: Int) {
+            switch status {
+            case .pending: break
+            case .downloaded: staged += delta
+            case .done:
+                done += delta
+                let group = groupOf[index]
+                let wasDone = groupDone[group] == groupSize[group]
+                groupDone[group] += delta
+                let isDone = groupDone[group] == groupSize[group]
+                if wasDone != isDone { groupsDone += isDone ? 1 : -1 }
+            }
+        }
+
+        mutating func setStatus(_ index: Int, _ status: RestoreFileStatus, in files: inout [RecordedFile]) {
+            count(index, files[index].status, -1)
+            files[index].status = status
+            count(index, status, +1)
+        }
+
+        /// Rule 6: sends a report only when a count changed.
+        mutating func report() {
             let progress = RestoreProgress(
-                filesDone: files.count { $0.status == .done },
-                filesStaged: files.count { $0.status == .downloaded },
-                filesTotal: files.count,
-                groupsDone: groups.count { $0.indices.allSatisfy { files[$0].status == .done } },
-                groupsTotal: groups.count)
+                filesDone: done, filesStaged: staged, filesTotal: total, groupsDone: groupsDone, groupsTotal: groupsTotal)
             guard progress != last else { return }
             last = progress
             onProgress(progress)

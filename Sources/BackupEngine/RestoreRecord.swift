@@ -1,13 +1,18 @@
 // The restore record in SQLite (WAL): the plan, and per file whether it is pending,
 // downloaded (staged, not placed) or done (placed), with its failed attempts. Saved after
 // every download and every placement, so a process killed at any instant resumes from it.
+//
+// Format 2 stores the target folder once and, per file, the remote path read and the
+// relative path placed at; it names no local path, so an edited record cannot point a
+// restore outside its target (placement checks a place path as it checks a remote path).
+// A format 1 record (which held local paths) is discarded when opened: start again.
 
 import Foundation
 
 /// Where one file of the plan stands.
 public enum RestoreFileStatus: Int64, Sendable, Equatable {
     case pending = 0
-    /// Downloaded to its local path, not yet placed.
+    /// Downloaded into the staging area, not yet placed.
     case downloaded = 1
     /// Placed: never downloaded again.
     case done = 2
@@ -25,7 +30,7 @@ public struct RecordedFile: Sendable, Equatable {
 
 /// The persistent record of one restore.
 public final class RestoreRecord: Sendable {
-    public static let formatVersion: Int64 = 1
+    public static let formatVersion: Int64 = 2
 
     public let path: String
     private let connection: LockedConnection
@@ -38,11 +43,13 @@ public final class RestoreRecord: Sendable {
     /// Opens (creating it with mode 0600 if needed) the record at `path`.
     public init(path: String) throws {
         self.path = path
-        connection = LockedConnection(try SQLiteConnection.open(path: path, kind: RestoreRecord.kind, formatVersion: RestoreRecord.formatVersion) { db, _ in
+        connection = LockedConnection(try SQLiteConnection.open(path: path, kind: RestoreRecord.kind, formatVersion: RestoreRecord.formatVersion) { db, version in
+            // Format 1 named local paths: nothing of it is trusted or kept.
+            if version < 2 { try db.exec("DROP TABLE IF EXISTS restore_files; DROP TABLE IF EXISTS restore_meta;") }
             try db.exec("""
                 CREATE TABLE IF NOT EXISTS restore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS restore_files (
-                    idx INTEGER PRIMARY KEY, remote_path TEXT NOT NULL, local_path TEXT NOT NULL,
+                    idx INTEGER PRIMARY KEY, remote_path TEXT NOT NULL, place_path TEXT NOT NULL UNIQUE,
                     required INTEGER NOT NULL, grp TEXT, sha256 TEXT, size INTEGER,
                     status INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT
                 );
@@ -55,23 +62,36 @@ public final class RestoreRecord: Sendable {
     }
 
     /// Replaces whatever the record held with `plan`, every file pending (one transaction).
+    ///
+    /// A plan that places two files at one path is refused (a damaged or hostile listing):
+    /// the planner deduplicates, and the record keeps it so.
     public func begin(_ plan: RestorePlan) throws {
         let source = try JSONEncoder().encode(plan.source)
+        var seen = Set<String>()
+        for file in plan.files where !seen.insert(file.placePath).inserted {
+            throw StateStoreError(.corrupt, path: path, "the restore plan places two files at \(String(reflecting: file.placePath)); nothing was recorded")
+        }
         try withDB { db in
             try db.transaction {
                 try db.exec("DELETE FROM restore_files; DELETE FROM restore_meta;")
                 try db.run("INSERT INTO restore_meta (key, value) VALUES ('source', ?1)", [.text(String(decoding: source, as: UTF8.self))])
+                try db.run("INSERT INTO restore_meta (key, value) VALUES ('target', ?1)", [.text(plan.target)])
                 for (index, file) in plan.files.enumerated() {
                     try db.run(
-                        "INSERT INTO restore_files (idx, remote_path, local_path, required, grp, sha256, size) "
+                        "INSERT INTO restore_files (idx, remote_path, place_path, required, grp, sha256, size) "
                             + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                         [
-                            .int(Int64(index)), .text(file.remotePath), .text(file.toLocalPath), .int(file.required ? 1 : 0),
+                            .int(Int64(index)), .text(file.remotePath), .text(file.placePath), .int(file.required ? 1 : 0),
                             SQLValue(file.group), SQLValue(file.sha256), file.size.map { .int($0) } ?? .null,
                         ])
                 }
             }
         }
+    }
+
+    /// The target folder the recorded plan restores into, or nil when the record holds none.
+    public func target() throws -> String? {
+        try withDB { db in try db.scalarText("SELECT value FROM restore_meta WHERE key = 'target'") }
     }
 
     /// The pinned source of the recorded plan, or nil when the record holds none.
@@ -91,11 +111,11 @@ public final class RestoreRecord: Sendable {
         try withDB { db in
             var result: [RecordedFile] = []
             try db.run(
-                "SELECT idx, remote_path, local_path, required, grp, sha256, size, status, attempts, last_error "
+                "SELECT idx, remote_path, place_path, required, grp, sha256, size, status, attempts, last_error "
                     + "FROM restore_files ORDER BY idx"
             ) { row in
                 let file = RestoreFile(
-                    remotePath: row.text(1) ?? "", toLocalPath: row.text(2) ?? "", required: row.int(3) != 0,
+                    remotePath: row.text(1) ?? "", placePath: row.text(2) ?? "", required: row.int(3) != 0,
                     group: row.text(4), sha256: row.text(5), size: row.isNull(6) ? nil : row.int(6))
                 result.append(RecordedFile(
                     index: Int(row.int(0)), file: file, status: RestoreFileStatus(rawValue: row.int(7)) ?? .pending,
@@ -108,7 +128,7 @@ public final class RestoreRecord: Sendable {
     /// The recorded plan, or nil when the record holds none.
     public func plan() throws -> RestorePlan? {
         guard let source = try source() else { return nil }
-        return RestorePlan(source: source, files: try files().map(\.file))
+        return RestorePlan(source: source, target: try target() ?? "", files: try files().map(\.file))
     }
 
     /// Sets the status of files (one transaction).

@@ -3,27 +3,29 @@
 
 import Foundation
 
-/// One file to restore.
+/// One file to restore. It names no local path: where it lands is derived from `placePath`
+/// by the restore's staging and placement, which check it as they would any remote path.
 public struct RestoreFile: Sendable, Equatable, Codable {
-    /// The file's path on the remote.
+    /// The file's path on the remote: what is read.
     public var remotePath: String
-    /// Where the download lands (for `backup`, a staging path inside the target).
-    public var toLocalPath: String
+    /// Where the file goes, relative to the restore's target (for a plain restore, the remote
+    /// path; a restore of an older version reads one path and places at another).
+    public var placePath: String
     /// Required files come first and must all land; the first failure ends the run.
     public var required: Bool
     /// An opaque group; files of a group are placed together. nil: its own group.
     public var group: String?
     /// The SHA-256 the download must have, when known; a mismatch is a failed attempt.
     public var sha256: String?
-    /// The size the remote listed, when known.
+    /// The size the remote listed, when known; a body of another size is refused.
     public var size: Int64?
 
     public init(
-        remotePath: String, toLocalPath: String, required: Bool = false, group: String? = nil,
+        remotePath: String, placePath: String? = nil, required: Bool = false, group: String? = nil,
         sha256: String? = nil, size: Int64? = nil
     ) {
         self.remotePath = remotePath
-        self.toLocalPath = toLocalPath
+        self.placePath = placePath ?? remotePath
         self.required = required
         self.group = group
         self.sha256 = sha256
@@ -31,15 +33,55 @@ public struct RestoreFile: Sendable, Equatable, Codable {
     }
 }
 
-/// What a restore does: the backup it is pinned to and its files, in plan order.
+/// What a restore does: the backup it is pinned to, the folder it writes into, and its files
+/// in plan order.
 public struct RestorePlan: Sendable, Equatable {
     public var source: SourceRef
+    /// The target folder (absolute), stored once in the record so a resume continues there.
+    public var target: String
     public var files: [RestoreFile]
 
-    public init(source: SourceRef, files: [RestoreFile]) {
+    public init(source: SourceRef, target: String = "", files: [RestoreFile]) {
         self.source = source
+        self.target = target
         self.files = files
     }
+}
+
+/// A temporary file a download is written into, made by a `RestoreStaging`.
+public struct StagedWrite: Sendable {
+    /// Open for reading and writing, empty when made.
+    public let fd: Int32
+    /// The staging's own handle on where the file is (a folder descriptor, a name).
+    public let folderFD: Int32
+    public let temporaryName: String
+
+    public init(fd: Int32, folderFD: Int32, temporaryName: String) {
+        self.fd = fd
+        self.folderFD = folderFD
+        self.temporaryName = temporaryName
+    }
+}
+
+/// Where downloads wait for placement. The restore engine never opens a local path: it
+/// asks the staging for descriptors, and the staging derives and checks every local path
+/// from a file's `placePath` as if it came from the remote.
+public protocol RestoreStaging: Sendable {
+    /// Removes what a stopped run left behind (temporary files), before a run starts.
+    func prepare() throws
+    /// A new, empty temporary file for the download of `file`.
+    func create(for file: RestoreFile) throws -> StagedWrite
+    /// Makes the verified temporary `write` the staged copy of `file`, and closes it.
+    func keep(_ write: StagedWrite, for file: RestoreFile) throws
+    /// Closes and removes the temporary `write`.
+    func discard(_ write: StagedWrite)
+    /// The staged copy of `file` opened for reading, or nil when there is none (or what is
+    /// there is not a regular file). The caller closes it.
+    func openStaged(_ file: RestoreFile) throws -> Int32?
+    /// Removes the staged copy of `file`, if any.
+    func removeStaged(_ file: RestoreFile)
+    /// Removes the staging area once the restore is complete.
+    func finish()
 }
 
 /// A group offered to placement: the files of it that landed, and the siblings that did not.
@@ -105,13 +147,35 @@ public enum RestoreFailure: Error, Sendable, Equatable, CustomStringConvertible 
     case local(LocalFileError)
     /// The download's SHA-256 is not the one the marker recorded.
     case hashMismatch(path: String, expected: String, actual: String)
+    /// The download's body was longer or shorter than the listed size.
+    case sizeMismatch(DownloadSizeMismatch)
+
+    /// What kind of failure, as a JSON key: "hashMismatch", "sizeMismatch", "local", or the
+    /// CloudError kind's key.
+    public var key: String {
+        switch self {
+        case .cloud(let error): error.kind.key
+        case .local: "local"
+        case .hashMismatch: "hashMismatch"
+        case .sizeMismatch: "sizeMismatch"
+        }
+    }
+
+    /// Whether the remote's data failed a check (exit status 5), rather than a transfer.
+    public var isDamage: Bool {
+        switch self {
+        case .hashMismatch, .sizeMismatch: true
+        case .cloud, .local: false
+        }
+    }
 
     public var description: String {
         switch self {
         case .cloud(let error): error.description
         case .local(let error): error.description
         case .hashMismatch(let path, let expected, let actual):
-            "\(path) downloaded with SHA-256 \(actual), but the backup recorded \(expected); it was not placed"
+            "hash mismatch: \(path) downloaded with SHA-256 \(actual), but the backup recorded \(expected); it was not placed"
+        case .sizeMismatch(let mismatch): "size mismatch: \(mismatch.description)"
         }
     }
 }

@@ -134,6 +134,14 @@ public struct Marker: Sendable, Equatable {
         }
     }
 
+    /// The most content a marker of a backup with `listedFiles` files may hold once
+    /// decompressed: 1 MiB for the groups and 1 KiB per file (a hash line is 68 bytes plus
+    /// its path). A marker past it is damaged or hostile, and refused before it is inflated
+    /// further.
+    public static func contentLimit(listedFiles: Int) -> Int {
+        (1 << 20) + 1024 * max(0, listedFiles)
+    }
+
     /// Reads a marker, refusing content larger than `maxContentSize` once decompressed.
     public static func decode(_ data: Data, maxContentSize: Int = defaultMaxContentSize) throws(MarkerError) -> Marker {
         guard data.count >= magic.count, data.prefix(magic.count).elementsEqual(magic) else {

@@ -41,22 +41,24 @@ public enum RestorePlanner {
         marker data: Data, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
         markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
     ) throws(MarkerError) -> PlannedRestore {
-        let marker = try Marker.decode(data)
+        let marker = try Marker.decode(data, maxContentSize: Marker.contentLimit(listedFiles: files.count))
         var refused: [RefusedPath] = []
         var byGroup: [String: [RestoreFile]] = [:]
+        // A listing that names a path twice (a damaged or hostile server) keeps its first entry.
+        var seen = Set<String>()
         for file in files where file.path != markerPath {
+            guard seen.insert(file.path).inserted else { continue }
             let group = marker.group(for: file.path)
             let name = group?.name ?? otherFilesGroup
             if let only, !only.contains(name) { continue }
-            let staging: String
             do {
-                staging = try target.stagingPath(for: file.path)
+                try target.check(file.path)
             } catch {
                 refused.append(error)
                 continue
             }
             byGroup[name, default: []].append(RestoreFile(
-                remotePath: file.path, toLocalPath: staging, required: group?.required ?? false, group: name,
+                remotePath: file.path, placePath: file.path, required: group?.required ?? false, group: name,
                 sha256: marker.hashes[file.path], size: file.size))
         }
         let ordered = marker.groups.enumerated().sorted { a, b in
@@ -65,13 +67,13 @@ public enum RestorePlanner {
             return a.offset < b.offset
         }.map(\.element.name) + [otherFilesGroup]
         var planned: [RestoreFile] = []
-        var seen = Set<String>()
-        for name in ordered where seen.insert(name).inserted {
+        var named = Set<String>()
+        for name in ordered where named.insert(name).inserted {
             guard let group = byGroup[name] else { continue }
             planned += group.sorted { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
         }
         refused.sort { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
-        return PlannedRestore(plan: RestorePlan(source: source, files: planned), refused: refused)
+        return PlannedRestore(plan: RestorePlan(source: source, target: target.root, files: planned), refused: refused)
     }
 }
 

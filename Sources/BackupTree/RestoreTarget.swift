@@ -31,10 +31,18 @@ public struct PlacementConflict: Sendable, Equatable {
     public let kind: Kind
 }
 
-/// The folder a restore writes into.
-public struct RestoreTarget: Sendable {
+/// The folder a restore writes into, and its staging area (`RestoreStaging`).
+///
+/// Every local path is derived here from a file's `placePath`, checked as a remote path
+/// would be (`RelativePath`: no absolute path, no "." or "..", no escape that stands for
+/// "/" or NUL), and reached by descriptors from the target's own: each folder opened with
+/// `O_NOFOLLOW`, each new file made with `O_EXCL`, nothing opened without `O_NONBLOCK` that a
+/// FIFO planted meanwhile could hang. A link anywhere on the way is an error naming it.
+public struct RestoreTarget: RestoreStaging {
     /// The name of the staging folder inside the target.
     public static let stagingName = ".backup-staging"
+    /// The prefix of a download's temporary file in the staging folder.
+    public static let temporaryPrefix = ".backup-tmp."
 
     /// The target folder.
     public let root: String
@@ -48,15 +56,14 @@ public struct RestoreTarget: Sendable {
     /// Where downloads wait for placement: inside the target, so placing is a rename.
     public var stagingRoot: String { root + "/" + Self.stagingName }
 
-    /// The staging path of a remote path, or why that path may not be restored.
-    public func stagingPath(for remotePath: String) throws(RefusedPath) -> String {
-        let parts = try Self.parts(remotePath)
-        return stagingRoot + "/" + parts.joined(separator: "/")
+    /// The final local path of a place path (for messages and listings).
+    public func finalPath(for placePath: String) -> String {
+        root + "/" + placePath
     }
 
-    /// The final local path of a remote path (for messages and listings).
-    public func finalPath(for remotePath: String) -> String {
-        root + "/" + remotePath
+    /// Refuses a path that may not be restored (checked before anything is written).
+    public func check(_ placePath: String) throws(RefusedPath) {
+        _ = try Self.parts(placePath)
     }
 
     /// Creates the target folder (and its parents) if it is missing.
@@ -66,22 +73,172 @@ public struct RestoreTarget: Sendable {
         } catch {
             throw LocalFileError(path: root, message: "cannot create the restore target \(root): \(error.localizedDescription)")
         }
+        // A stopped run's temporaries are garbage: no record names them.
+        guard let rootFD = try? openRoot() else { return }
+        defer { close(rootFD) }
+        let fd = Self.stagingName.withCString { openat(rootFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { return }
+        Self.removeTree(fd, only: { $0.hasPrefix(Self.temporaryPrefix) })
+        close(fd)
     }
 
-    static func parts(_ remotePath: String) throws(RefusedPath) -> [String] {
+    /// The bytes free on the target's file system for an unprivileged writer, or nil when
+    /// the file system does not say.
+    public func freeBytes() -> Int64? {
+        var info = statvfs()
+        guard statvfs(root, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    static func parts(_ placePath: String) throws(RefusedPath) -> [String] {
         do {
-            let parts = try RelativePath.components(of: remotePath)
+            let parts = try RelativePath.components(of: placePath)
             if parts.first == stagingName {
-                throw RefusedPath(remotePath: remotePath, reason: "\(stagingName) is the restore's own staging folder")
+                throw RefusedPath(remotePath: placePath, reason: "\(stagingName) is the restore's own staging folder")
             }
             return parts
         } catch let error as InvalidPathError {
-            throw RefusedPath(remotePath: remotePath, reason: "\(error.reason); a backup only holds paths inside its own folder")
+            throw RefusedPath(remotePath: placePath, reason: "\(error.reason); a backup only holds paths inside its own folder")
         } catch let error as RefusedPath {
             throw error
         } catch {
-            throw RefusedPath(remotePath: remotePath, reason: "\(error)")
+            throw RefusedPath(remotePath: placePath, reason: "\(error)")
         }
+    }
+
+    // MARK: Staging
+
+    public func create(for file: RestoreFile) throws -> StagedWrite {
+        let parts = try Self.parts(file.placePath)
+        let rootFD = try openRoot()
+        defer { close(rootFD) }
+        let chain: [Int32]
+        do {
+            chain = try openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: true, operation: "staging", displayRoot: root)
+        } catch {
+            throw Self.walkFailure(error, file.placePath, root)
+        }
+        let folderFD = chain[chain.count - 1]
+        chain.dropLast().forEach { close($0) }
+        for _ in 0..<8 {
+            let name = Self.temporaryPrefix + String(UInt64.random(in: .min ... .max), radix: 16)
+            let fd = openat(folderFD, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 { return StagedWrite(fd: fd, folderFD: folderFD, temporaryName: name) }
+            if errno != EEXIST { break }
+        }
+        let code = errno
+        close(folderFD)
+        throw LocalFileError(path: stagingRoot, message: "cannot write the download of \(finalPath(for: file.placePath)) into \(stagingRoot): \(String(cString: strerror(code)))")
+    }
+
+    public func keep(_ write: StagedWrite, for file: RestoreFile) throws {
+        defer { close(write.folderFD) }
+        let name = try Self.parts(file.placePath).last ?? ""
+        guard close(write.fd) == 0 else {
+            let code = errno
+            unlinkat(write.folderFD, write.temporaryName, 0)
+            throw LocalFileError(path: stagingRoot, message: "cannot write the download of \(finalPath(for: file.placePath)): \(String(cString: strerror(code)))")
+        }
+        if FileName.withCString(name, { renameat(write.folderFD, write.temporaryName, write.folderFD, $0) }) != 0 {
+            let code = errno
+            unlinkat(write.folderFD, write.temporaryName, 0)
+            throw LocalFileError(path: stagingRoot, message: "cannot stage \(finalPath(for: file.placePath)): \(String(cString: strerror(code)))")
+        }
+    }
+
+    public func discard(_ write: StagedWrite) {
+        close(write.fd)
+        unlinkat(write.folderFD, write.temporaryName, 0)
+        close(write.folderFD)
+    }
+
+    public func openStaged(_ file: RestoreFile) throws -> Int32? {
+        guard let parts = try? Self.parts(file.placePath), let rootFD = try? openRoot() else { return nil }
+        defer { close(rootFD) }
+        guard let chain = try? openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: false, operation: "reading", displayRoot: root) else {
+            return nil
+        }
+        defer { chain.forEach { close($0) } }
+        return Self.openRegular(chain.last ?? rootFD, parts[parts.count - 1])
+    }
+
+    public func removeStaged(_ file: RestoreFile) {
+        guard let parts = try? Self.parts(file.placePath), let rootFD = try? openRoot() else { return }
+        defer { close(rootFD) }
+        guard let chain = try? openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: false, operation: "reading", displayRoot: root) else {
+            return
+        }
+        defer { chain.forEach { close($0) } }
+        _ = FileName.withCString(parts[parts.count - 1]) { unlinkat(chain.last ?? rootFD, $0, 0) }
+    }
+
+    /// Removes the staging folder and everything in it (without following a link).
+    public func finish() {
+        guard let rootFD = try? openRoot() else { return }
+        defer { close(rootFD) }
+        let fd = Self.stagingName.withCString { openat(rootFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        if fd >= 0 {
+            Self.removeTree(fd, only: nil)
+            close(fd)
+            _ = Self.stagingName.withCString { unlinkat(rootFD, $0, AT_REMOVEDIR) }
+        } else if errno == ENOTDIR || errno == ELOOP {
+            // Not ours: a link or a file where the staging folder would be. Only unlinked, never followed.
+            _ = Self.stagingName.withCString { unlinkat(rootFD, $0, 0) }
+        }
+    }
+
+    /// Removes the entries of the folder `fd` (recursively, never following a link) whose
+    /// names `only` accepts (nil: every one); folders emptied on the way are removed.
+    private static func removeTree(_ fd: Int32, only: ((String) -> Bool)?) {
+        let dupFD = dup(fd)
+        guard dupFD >= 0, let stream = fdopendir(dupFD) else {
+            if dupFD >= 0 { close(dupFD) }
+            return
+        }
+        defer { closedir(stream) }
+        var names: [(name: [CChar], isFolder: Bool)] = []
+        while let entry = readdir(stream) {
+            var raw = entry.pointee.d_name
+            let name = withUnsafeBytes(of: &raw) { buffer in
+                Array(buffer.bindMemory(to: CChar.self).prefix { $0 != 0 }) + [0]
+            }
+            if name == [46, 0] || name == [46, 46, 0] { continue }
+            var info = stat()
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            names.append((name, info.st_mode & S_IFMT == S_IFDIR))
+        }
+        for (name, isFolder) in names {
+            if isFolder {
+                let child = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard child >= 0 else { continue }
+                removeTree(child, only: only)
+                close(child)
+                unlinkat(fd, name, AT_REMOVEDIR)  // fails, harmlessly, while something is left in it
+            } else if only.map({ $0(String(decoding: name.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)) }) ?? true {
+                unlinkat(fd, name, 0)
+            }
+        }
+    }
+
+    /// `name` in `folderFD` opened for reading when it is a regular file, else nil: never
+    /// through a link, and with O_NONBLOCK so that a FIFO put there cannot hang the open.
+    static func openRegular(_ folderFD: Int32, _ name: String) -> Int32? {
+        let fd = FileName.withCString(name) { openat(folderFD, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    private static func walkFailure(_ error: FolderWalkError, _ placePath: String, _ root: String) -> any Error {
+        if error.code == ELOOP || error.code == ENOTDIR {
+            return RefusedPath(remotePath: placePath, reason: "\(error.path) is a link or not a folder; "
+                + "writing through it could write outside \(root)")
+        }
+        return LocalFileError(path: error.path, message: "cannot \(error.operation == "staging" ? "create the folder" : error.operation) \(error.path): \(String(cString: strerror(error.code)))")
     }
 
     // MARK: Conflicts
@@ -89,8 +246,8 @@ public struct RestoreTarget: Sendable {
     /// What placing `file` would overwrite: nil when nothing is there, or when what is there
     /// already has the file's contents (its SHA-256, or for a size-compared file its size).
     public func conflict(for file: RestoreFile) throws -> PlacementConflict? {
-        let parts = try Self.parts(file.remotePath)
-        let finalPath = finalPath(for: file.remotePath)
+        let parts = try Self.parts(file.placePath)
+        let finalPath = finalPath(for: file.placePath)
         let rootFD = try openRoot()
         defer { close(rootFD) }
         let chain: [Int32]
@@ -120,11 +277,18 @@ public struct RestoreTarget: Sendable {
             // Size-compared: the same size is the same file, as in the backup itself. Without
             // a known size, compare with the staged copy.
             if file.size != nil { return nil }
-            var staged = stat()
-            guard stat(file.toLocalPath, &staged) == 0 else { return different }
-            return staged.st_size == info.st_size ? nil : different
+            guard let staged = try openStaged(file) else { return different }
+            defer { close(staged) }
+            var stagedInfo = stat()
+            guard fstat(staged, &stagedInfo) == 0 else { return different }
+            return stagedInfo.st_size == info.st_size ? nil : different
         }
-        return try SHA256Hasher.hexOfFile(at: folderFD, name: name, displayPath: finalPath) == expected ? nil : different
+        // Swapped for a FIFO or a link since the fstatat: not a regular file, so in the way.
+        guard let fd = Self.openRegular(folderFD, name) else {
+            return PlacementConflict(remotePath: file.remotePath, localPath: finalPath, kind: .notARegularFile)
+        }
+        defer { close(fd) }
+        return try SHA256Hasher.hexOfOpenFile(fd, displayPath: finalPath) == expected ? nil : different
     }
 
     // MARK: Placing
@@ -135,9 +299,9 @@ public struct RestoreTarget: Sendable {
         let rootFD = try openRoot()
         defer { close(rootFD) }
         for file in files {
-            let parts = try Self.parts(file.remotePath)
+            let parts = try Self.parts(file.placePath)
             let name = parts[parts.count - 1]
-            let finalPath = finalPath(for: file.remotePath)
+            let finalPath = finalPath(for: file.placePath)
             let target: [Int32]
             do {
                 target = try openFolderChain(parts.dropLast(), under: rootFD, create: true, operation: "placing", displayRoot: root)
@@ -163,22 +327,6 @@ public struct RestoreTarget: Sendable {
                 throw LocalFileError(path: finalPath, message: "cannot place \(finalPath): \(String(cString: strerror(code)))")
             }
         }
-    }
-
-    /// Removes the staging folder once nothing is left in it but empty folders.
-    public func removeEmptyStaging() {
-        func prune(_ path: String) -> Bool {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return false }
-            var empty = true
-            for name in names {
-                let child = path + "/" + name
-                var info = stat()
-                if lstat(child, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, prune(child) { continue }
-                empty = false
-            }
-            return empty && rmdir(path) == 0
-        }
-        _ = prune(stagingRoot)
     }
 
     private func openRoot() throws -> Int32 {

@@ -23,14 +23,14 @@ final class RestoreFixture {
         recordPath = sync.dir + "/restore/record.db"
         _ = completed(try await sync.engine.sync(snapshot(files.map { hashed($0.0, $0.1) })))
         record = try RestoreRecord(path: recordPath)
-        engine = RestoreEngine(storage: sync.storage, record: record, availability: availability)
+        engine = RestoreEngine(storage: sync.storage, record: record, staging: FolderStaging(root: target), availability: availability)
         sync.storage.resetCalls()
     }
 
     /// A new record and engine over the same files: what a restarted process sees.
     func reopen(availability: @escaping @Sendable () async -> Availability = { .available }) throws {
         record = try RestoreRecord(path: recordPath)
-        engine = RestoreEngine(storage: sync.storage, record: record, availability: availability)
+        engine = RestoreEngine(storage: sync.storage, record: record, staging: FolderStaging(root: target), availability: availability)
     }
 
     /// The source of the backup now on the remote.
@@ -46,7 +46,7 @@ final class RestoreFixture {
     func plan(_ specs: [(String, Bool, String?)]) async throws -> RestorePlan {
         let source = try await source()
         return RestorePlan(source: source, files: specs.map { spec in
-            RestoreFile(remotePath: spec.0, toLocalPath: target + "/" + spec.0, required: spec.1, group: spec.2)
+            RestoreFile(remotePath: spec.0, required: spec.1, group: spec.2)
         })
     }
 

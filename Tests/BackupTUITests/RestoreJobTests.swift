@@ -12,7 +12,7 @@ import XCTest
 func recorded(_ path: String, group: String?, required: Bool = false, status: RestoreFileStatus = .pending,
               attempts: Int = 0, size: Int64 = 100, index: Int = 0) -> RecordedFile {
     RecordedFile(
-        index: index, file: RestoreFile(remotePath: path, toLocalPath: "/target/.staging/" + path, required: required, group: group, size: size),
+        index: index, file: RestoreFile(remotePath: path, required: required, group: group, size: size),
         status: status, attempts: attempts, lastError: attempts > 0 ? "rejected at placement" : nil)
 }
 

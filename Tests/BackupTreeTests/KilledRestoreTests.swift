@@ -60,10 +60,9 @@ final class KilledRestoreTests: XCTestCase {
         let placedBefore = Set(try record.files().filter { $0.status == .done }.map(\.file.remotePath))
         let storage = FaultyStorage(FolderStorage(root: remote))
         let target = RestoreTarget(root: targetRoot)
-        let engine = RestoreEngine(storage: storage, record: record)
+        let engine = RestoreEngine(storage: storage, record: record, staging: target)
         let outcome = try await engine.resume(placement: StagedPlacement(target: target))
         guard case .completed = outcome else { return XCTFail("\(point) \(n): resume ended \(outcome)") }
-        target.removeEmptyStaging()
 
         let downloaded = storage.calls.compactMap { if case .download(let path) = $0 { path } else { nil } }
         XCTAssertTrue(placedBefore.isDisjoint(with: downloaded), "\(point) \(n): a placed file was downloaded again")

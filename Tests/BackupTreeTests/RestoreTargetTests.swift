@@ -67,7 +67,8 @@ final class RestoreTargetTests: XCTestCase {
         XCTAssertFalse(result.plan.files.contains { $0.remotePath == SyncEngine.defaultMarkerPath })
         XCTAssertEqual(result.plan.files[0].sha256, SHA256Hasher.hex(Data("[app]".utf8)))
         XCTAssertEqual(result.plan.files[0].size, 5)
-        XCTAssertEqual(result.plan.files[0].toLocalPath, target.root + "/.backup-staging/.config/app.ini")
+        XCTAssertEqual(result.plan.files[0].placePath, ".config/app.ini")
+        XCTAssertEqual(result.plan.target, target.root)
     }
 
     func testPlanOnlyNamedGroups() async throws {
@@ -93,11 +94,10 @@ final class RestoreTargetTests: XCTestCase {
         try target.prepare()
         let plan = try await planned(into: target).plan
         let record = try RestoreRecord(path: dir.path("record.db"))
-        let engine = RestoreEngine(storage: storage, record: record)
+        let engine = RestoreEngine(storage: storage, record: record, staging: target)
         guard case .completed = try await engine.start(plan, placement: StagedPlacement(target: target)) else {
             return XCTFail("restore did not complete")
         }
-        target.removeEmptyStaging()
         for (path, text) in files {
             XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/" + path), Data(text.utf8), path)
         }
@@ -109,7 +109,7 @@ final class RestoreTargetTests: XCTestCase {
         try dir.write("target/photos/cat.jpg", Data("a different cat".utf8))
         try dir.write("target/docs/report.txt", Data("quarterly".utf8))  // identical: no conflict
         let plan = try await planned(into: target).plan
-        let engine = RestoreEngine(storage: storage, record: try RestoreRecord(path: dir.path("record.db")))
+        let engine = RestoreEngine(storage: storage, record: try RestoreRecord(path: dir.path("record.db")), staging: target)
         let conflicts = ConflictLog()
         let outcome = try await engine.start(plan, placement: StagedPlacement(target: target, onConflict: conflicts.add))
         XCTAssertEqual(outcome, .partial(pending: ["photos/2024/beach.jpg", "photos/cat.jpg"]))
@@ -129,7 +129,7 @@ final class RestoreTargetTests: XCTestCase {
         try dir.makeFolder("target")
         XCTAssertEqual(symlink(dir.path("outside"), dir.path("target/docs")), 0)
         let plan = try await planned(into: target).plan
-        let engine = RestoreEngine(storage: storage, record: try RestoreRecord(path: dir.path("record.db")))
+        let engine = RestoreEngine(storage: storage, record: try RestoreRecord(path: dir.path("record.db")), staging: target)
         let outcome = try await engine.start(plan, placement: StagedPlacement(target: target, overwrite: true))
         guard case .failed = outcome else { return XCTFail("expected the required documents group to fail, got \(outcome)") }
         XCTAssertEqual(try dir.entries(under: "outside"), [], "nothing written through the link")
@@ -140,7 +140,7 @@ final class RestoreTargetTests: XCTestCase {
         try dir.makeFolder("outside")
         try dir.makeFolder("target")
         XCTAssertEqual(symlink(dir.path("outside"), dir.path("target/docs")), 0)
-        let file = RestoreFile(remotePath: "docs/report.txt", toLocalPath: try target.stagingPath(for: "docs/report.txt"), size: 9)
+        let file = RestoreFile(remotePath: "docs/report.txt", size: 9)
         XCTAssertEqual(try target.conflict(for: file)?.kind, .notARegularFile)
     }
 }

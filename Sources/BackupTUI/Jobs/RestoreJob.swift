@@ -125,6 +125,8 @@ final class RestoreJob: Job {
             case .conflict(let group, let paths):
                 state.plan?.conflicted(label: group)
                 state.notes.append("group \"\(group)\" not placed: \(Format.files(paths.count)) would replace a different local file")
+            case .fileFailed(_, _, let message, _):
+                state.notes.append(message)
             case .scanned, .syncProgress:
                 break
             }

@@ -83,7 +83,7 @@ final class SyncJob: Job {
             case .syncProgress(let done, let total, let bytes, let current):
                 (state.done, state.total, state.bytes) = (done, total, bytes)
                 if let current { state.current = current }
-            case .restoreProgress, .conflict:
+            case .restoreProgress, .conflict, .fileFailed:
                 break
             }
         }
