@@ -3,6 +3,19 @@
 
 import Foundation
 
+/// A remote path that cannot be restored, and why; nothing is written for it.
+public struct RefusedPath: Error, Sendable, Equatable, CustomStringConvertible {
+    public let remotePath: String
+    public let reason: String
+
+    public init(remotePath: String, reason: String) {
+        self.remotePath = remotePath
+        self.reason = reason
+    }
+
+    public var description: String { "refused to restore \(String(reflecting: remotePath)): \(reason)" }
+}
+
 /// One file to restore. It names no local path: where it lands is derived from `placePath`
 /// by the restore's staging and placement, which check it as they would any remote path.
 public struct RestoreFile: Sendable, Equatable, Codable {
@@ -149,6 +162,8 @@ public enum RestoreFailure: Error, Sendable, Equatable, CustomStringConvertible 
     case hashMismatch(path: String, expected: String, actual: String)
     /// The download's body was longer or shorter than the listed size.
     case sizeMismatch(DownloadSizeMismatch)
+    /// The file's path may not be restored (it would leave the target, or a link is in the way).
+    case refused(RefusedPath)
 
     /// What kind of failure, as a JSON key: "hashMismatch", "sizeMismatch", "local", or the
     /// CloudError kind's key.
@@ -158,13 +173,14 @@ public enum RestoreFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case .local: "local"
         case .hashMismatch: "hashMismatch"
         case .sizeMismatch: "sizeMismatch"
+        case .refused: "refusedPath"
         }
     }
 
     /// Whether the remote's data failed a check (exit status 5), rather than a transfer.
     public var isDamage: Bool {
         switch self {
-        case .hashMismatch, .sizeMismatch: true
+        case .hashMismatch, .sizeMismatch, .refused: true
         case .cloud, .local: false
         }
     }
@@ -176,6 +192,7 @@ public enum RestoreFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case .hashMismatch(let path, let expected, let actual):
             "hash mismatch: \(path) downloaded with SHA-256 \(actual), but the backup recorded \(expected); it was not placed"
         case .sizeMismatch(let mismatch): "size mismatch: \(mismatch.description)"
+        case .refused(let refused): refused.description
         }
     }
 }

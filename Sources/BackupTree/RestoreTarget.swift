@@ -8,14 +8,6 @@ import Foundation
 import Glibc
 #endif
 
-/// A remote path that cannot be restored, and why; nothing is written for it.
-public struct RefusedPath: Error, Sendable, Equatable, CustomStringConvertible {
-    public let remotePath: String
-    public let reason: String
-
-    public var description: String { "refused to restore \(String(reflecting: remotePath)): \(reason)" }
-}
-
 /// What placing a file would replace.
 public struct PlacementConflict: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
@@ -91,19 +83,16 @@ public struct RestoreTarget: RestoreStaging {
     }
 
     static func parts(_ placePath: String) throws(RefusedPath) -> [String] {
+        let parts: [String]
         do {
-            let parts = try RelativePath.components(of: placePath)
-            if parts.first == stagingName {
-                throw RefusedPath(remotePath: placePath, reason: "\(stagingName) is the restore's own staging folder")
-            }
-            return parts
-        } catch let error as InvalidPathError {
-            throw RefusedPath(remotePath: placePath, reason: "\(error.reason); a backup only holds paths inside its own folder")
-        } catch let error as RefusedPath {
-            throw error
+            parts = try RelativePath.components(of: placePath)
         } catch {
-            throw RefusedPath(remotePath: placePath, reason: "\(error)")
+            throw RefusedPath(remotePath: placePath, reason: "\(error.reason); a backup only holds paths inside its own folder")
         }
+        if parts.first == stagingName {
+            throw RefusedPath(remotePath: placePath, reason: "\(stagingName) is the restore's own staging folder")
+        }
+        return parts
     }
 
     // MARK: Staging

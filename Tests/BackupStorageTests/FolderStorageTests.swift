@@ -52,6 +52,11 @@ final class FolderStorageTests: XCTestCase {
         try await StorageContract.downloadOfAbsentPathThrowsNotFound(remote.storage, scratch: remote.scratch)
     }
 
+    func testContractDownloadRefusesABodyOfAnotherSize() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.downloadRefusesABodyOfAnotherSize(remote.storage, scratch: remote.scratch)
+    }
+
     func testContractSpacesAndUnicodeInNamesRoundTrip() async throws {
         try await StorageContract.spacesAndUnicodeInNamesRoundTrip(makeRemote().storage)
     }

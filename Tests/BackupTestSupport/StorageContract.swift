@@ -4,6 +4,7 @@
 
 import BackupEngine
 import Foundation
+import Synchronization
 import XCTest
 
 /// The checks every `RemoteStorage` must pass, each taking the provider under test.
@@ -150,6 +151,41 @@ public enum StorageContract {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch).filter {
             $0.hasPrefix("not-downloaded") || $0.hasPrefix(".")
         }, [], "a failed download left something in the local folder", file: file, line: line)
+    }
+
+    /// A download never writes more than one byte past the expected size, and a body of any
+    /// other size than expected throws `DownloadSizeMismatch` (longer or shorter).
+    public static func downloadRefusesABodyOfAnotherSize(
+        _ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let data = randomData(count: 100_000)
+        _ = try await storage.writeBytes("sized/body.bin", data)
+        let local = scratch + "/sized.bin"
+        for (expected, longer) in [(Int64(10), true), (Int64(200_000), false)] {
+            do {
+                try await storage.downloadFile("sized/body.bin", toPath: local, expectedSize: expected)
+                XCTFail("a \(data.count)-byte body was accepted as \(expected) bytes", file: file, line: line)
+            } catch let mismatch as DownloadSizeMismatch {
+                XCTAssertEqual(mismatch.path, "sized/body.bin", file: file, line: line)
+                XCTAssertEqual(mismatch.expected, expected, file: file, line: line)
+                XCTAssertEqual(mismatch.longer, longer, file: file, line: line)
+            }
+        }
+        // Written into a descriptor the test keeps: a longer body stops at the limit.
+        let fd = open(local, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        defer { close(fd) }
+        do {
+            try await storage.downloadFile("sized/body.bin", into: fd, expectedSize: 10, onBytes: { _ in })
+            XCTFail("accepted", file: file, line: line)
+        } catch is DownloadSizeMismatch {}
+        var info = stat()
+        XCTAssertEqual(fstat(fd, &info), 0)
+        XCTAssertLessThanOrEqual(info.st_size, 11, "the download went on past the listed size", file: file, line: line)
+        // The right size is accepted, and the byte callback saw every byte.
+        let seen = ByteCounter()
+        try await storage.downloadFile("sized/body.bin", into: fd, expectedSize: Int64(data.count), onBytes: { seen.set($0) })
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: local)), data, file: file, line: line)
+        XCTAssertEqual(seen.value, Int64(data.count), "onBytes did not reach the whole size", file: file, line: line)
     }
 
     /// Names with spaces and non-ASCII characters round-trip through write, list and read.
@@ -308,4 +344,12 @@ extension RemoteStorage {
             throw error
         }
     }
+}
+
+/// The last value a byte callback gave.
+public final class ByteCounter: Sendable {
+    private let latest = Mutex<Int64>(0)
+    public init() {}
+    public var value: Int64 { latest.withLock { $0 } }
+    public func set(_ value: Int64) { latest.withLock { $0 = value } }
 }
