@@ -77,6 +77,14 @@ public struct Probe: Sendable {
         }
         if listing.isEmpty { return .none }
         guard let marker = listing.first(where: { $0.path == markerPath }) else { return .notReady }
+        // Compressed, a marker is never larger than its content may be: one that is cannot be
+        // ours, and is not read into memory at all.
+        let limit = Probe.markerSizeLimit(listedFiles: listing.count)
+        if marker.size > Int64(limit) {
+            return .failed(CloudError(.transport, "the marker \(markerPath) is \(marker.size) bytes, more than a backup of "
+                + "\(listing.count) files can need (\(limit)); it is damaged or was not written by backup. Run `backup sync` "
+                + "from the source to write a new one"))
+        }
         let bytes: Data
         let identity: String
         do {
@@ -90,6 +98,12 @@ public struct Probe: Sendable {
         let source = SourceRef(
             identityKey: identity, markerRemoteId: marker.remoteId, markerFingerprint: SHA256Hasher.hex(bytes))
         return .found(marker: bytes, source: source, files: listing)
+    }
+
+    /// The most a marker of a backup with `listedFiles` files may hold, compressed or not:
+    /// 1 MiB for the groups and 1 KiB per file (a hash line is 68 bytes plus its path).
+    public static func markerSizeLimit(listedFiles: Int) -> Int {
+        (1 << 20) + 1024 * max(0, listedFiles)
     }
 
     static func cloudError(_ error: any Error) -> CloudError {

@@ -139,7 +139,7 @@ public struct Marker: Sendable, Equatable {
     /// its path). A marker past it is damaged or hostile, and refused before it is inflated
     /// further.
     public static func contentLimit(listedFiles: Int) -> Int {
-        (1 << 20) + 1024 * max(0, listedFiles)
+        Probe.markerSizeLimit(listedFiles: listedFiles)
     }
 
     /// Reads a marker, refusing content larger than `maxContentSize` once decompressed.

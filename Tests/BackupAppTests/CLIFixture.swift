@@ -92,6 +92,24 @@ final class CLIFixture {
             stderr: String(decoding: errData, as: UTF8.self))
     }
 
+    /// Runs `backup arguments…` under a fresh python3 whose only child it is, and returns
+    /// with the result the child's peak resident memory in KiB (its ru_maxrss).
+    func runMeasuringPeakMemory(_ arguments: [String]) throws -> (CLIResult, peakKiB: Int) {
+        let report = dir.path("maxrss-\(UUID().uuidString)")
+        let script = "import resource,subprocess,sys; r=subprocess.run(sys.argv[2:]).returncode; "
+            + "open(sys.argv[1],'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); sys.exit(r)"
+        let (process, out, errPath) = try self.process([])
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, report, Self.binary] + arguments
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let errData = FileManager.default.contents(atPath: errPath) ?? Data()
+        let peak = (try? String(contentsOfFile: report, encoding: .utf8)).flatMap { Int($0) } ?? -1
+        return (CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                          stderr: String(decoding: errData, as: UTF8.self)), peak)
+    }
+
     /// Writes a file into the source tree.
     @discardableResult
     func write(_ relative: String, _ text: String) throws -> String {

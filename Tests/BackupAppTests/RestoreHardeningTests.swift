@@ -173,9 +173,24 @@ final class RestoreHardeningTests: XCTestCase {
         marker.append(1)
         marker.append(try Zlib.compress(lines))
         try marker.write(to: URL(fileURLWithPath: f.remote + "/" + SyncEngine.defaultMarkerPath))
-        let result = try f.run("restore", "--to", f.dir.path("restored"))
+        let (result, peak) = try f.runMeasuringPeakMemory(["restore", "--to", f.dir.path("restored")])
         XCTAssertEqual(result.status, 5, result.stderr)
         XCTAssertTrue(result.stderr.contains("marker"), result.stderr)
+        XCTAssertGreaterThan(peak, 0)
+        XCTAssertLessThan(peak, 80 << 10, "the refused marker was inflated into memory (peak \(peak) KiB)")
+    }
+
+    func testAMarkerFileLargerThanTheBackupCanNeedIsNotReadAtAll() throws {
+        let f = try backedUp([("a.txt", "alpha")])
+        // 64 MiB of marker for a remote of two files: refused from its listed size alone.
+        let fd = open(f.remote + "/" + SyncEngine.defaultMarkerPath, O_WRONLY | O_TRUNC)
+        XCTAssertEqual(write(fd, "BKMARK\u{1}", 7), 7)
+        XCTAssertEqual(ftruncate(fd, 64 << 20), 0)
+        close(fd)
+        let (result, peak) = try f.runMeasuringPeakMemory(["restore", "--to", f.dir.path("restored")])
+        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertTrue((result.stdout + result.stderr).contains("damaged or was not written by backup"), result.stdout + result.stderr)
+        XCTAssertLessThan(peak, 60 << 10, "the marker was read into memory (peak \(peak) KiB)")
     }
 
     // MARK: Leftovers after kills (item 12)
