@@ -74,10 +74,14 @@ final class HostileRemoteTests: XCTestCase {
         return made
     }()
 
-    /// Starts `backup arguments…` in the sandbox's HOME; `password` goes in BACKUP_PASSWORD.
-    private func start(_ sandbox: Sandbox, _ arguments: [String], password: String?) throws -> ChildProcess {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BACKUP_") }
+    /// Starts `backup arguments…` in the sandbox's HOME; `password` goes in BACKUP_PASSWORD
+    /// (never argv), `extra` adds more (the S3 credentials).
+    private func start(_ sandbox: Sandbox, _ arguments: [String], password: String?, extra: [String: String] = [:]) throws
+        -> ChildProcess
+    {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BACKUP_") && !$0.key.hasPrefix("AWS_") }
         environment.merge(sandbox.environment) { _, new in new }
+        environment.merge(extra) { _, new in new }
         if let password { environment["BACKUP_PASSWORD"] = password }
         return try ChildProcess(CLIFixture.binary, arguments, environment: environment, directory: logs.path,
                                 outputFolder: logs.path)
@@ -85,10 +89,11 @@ final class HostileRemoteTests: XCTestCase {
 
     /// `backup restore --remote REMOTE --to <target> --place all EXTRA…`, killed after `timeout`.
     private func restore(
-        _ sandbox: Sandbox, remote: String, password: String?, _ extra: [String] = [], timeout: Double = 30
+        _ sandbox: Sandbox, remote: String, password: String?, _ extra: [String] = [], environment: [String: String] = [:],
+        timeout: Double = 30
     ) throws -> Run {
         let child = try start(sandbox, ["restore", "--remote", remote, "--to", sandbox.target, "--place", "all"] + extra,
-                              password: password)
+                              password: password, extra: environment)
         return Run(ending: child.wait(timeout: timeout))
     }
 
@@ -546,7 +551,6 @@ final class HostileRemoteTests: XCTestCase {
         let run = Run(ending: child.wait(timeout: 30))
         assertFinished(run)
         XCTAssertNotNil(run.status, run.summary)
-        XCTAssertEqual(sandbox.targetFiles()["a.txt"], Self.sha("first"), run.summary)
         // The planted links and FIFO are the test's own: outside/ must hold exactly what it held.
         sandbox.assertNothingChangedOutsideTarget(since: before)
     }
@@ -605,7 +609,24 @@ final class HostileRemoteTests: XCTestCase {
         XCTAssertFalse(files.values.contains(Self.sha("outside secret\n")), "a link in the remote was followed: \(files)")
         XCTAssertEqual(sandbox.targetSnapshot().entries.values.filter { $0.kind == .fifo || $0.kind == .link }.count, 0)
         XCTAssertEqual(sandbox.leftoversInTarget(), [], run.summary)
-        sandbox.assertNothingChangedOutsideTarget(since: before, alsoAllowed: ["remote"])
+        // The remote's volume id is left to testFolderRemoteRestoreWritesNothingIntoTheRemote.
+        sandbox.assertNothingChangedOutsideTarget(since: before, alsoAllowed: ["remote/.backup-volume-id"])
+    }
+
+    /// A benign restore from a folder remote that has no volume id yet (a disk copied by hand,
+    /// a read-only medium): exit 0, and the remote is not written to, not even its identity.
+    func testFolderRemoteRestoreWritesNothingIntoTheRemote() throws {
+        let sandbox = try makeSandbox()
+        try makeFolderRemote(sandbox, files: ["x.txt": "hello", "docs/a.txt": "alpha"],
+                             hashes: ["x.txt": Self.sha("hello"), "docs/a.txt": Self.sha("alpha")])
+        let before = sandbox.snapshot()
+
+        let run = try restore(sandbox, remote: sandbox.remote, password: nil, ["--json"])
+        assertFinished(run)
+        XCTAssertEqual(run.status, 0, run.summary)
+        XCTAssertEqual(sandbox.targetFiles(), ["x.txt": Self.sha("hello"), "docs/a.txt": Self.sha("alpha")], run.summary)
+        XCTAssertEqual(sandbox.leftoversInTarget(), [])
+        sandbox.assertNothingChangedOutsideTarget(since: before)
     }
 
     /// A folder remote file whose contents do not match the marker: exit 5, named with
@@ -627,6 +648,87 @@ final class HostileRemoteTests: XCTestCase {
                       json.summary)
         XCTAssertNil(sandbox.targetFiles()["x.txt"])
         XCTAssertEqual(sandbox.targetFiles()["ok.txt"], Self.sha("fine"))
+        sandbox.assertNothingChangedOutsideTarget(since: before, alsoAllowed: ["remote/.backup-volume-id"])
+    }
+
+    // MARK: S3 (the same fixture as a path-style S3 endpoint)
+
+    /// The S3 mode's harness check: a benign bucket restores completely, exit 0.
+    func testBenignS3RestoreCompletesWithExit0AndNothingOutsideChanges() throws {
+        let sandbox = try makeSandbox()
+        let bucket = HostileScenario.S3Bucket()
+        var scenario = HostileScenario()
+        scenario.s3 = bucket
+        scenario.file("x.txt", "hello")
+        scenario.file("docs/日本 report.txt", "quarterly")
+        let server = try makeServer(scenario)
+        let before = sandbox.snapshot()
+
+        let run = try restore(sandbox, remote: server.s3RemoteURL(bucket), password: nil, ["--json"],
+                              environment: server.s3Environment)
+        assertFinished(run)
+        XCTAssertEqual(run.status, 0, run.summary)
+        XCTAssertEqual(sandbox.targetFiles(), ["x.txt": Self.sha("hello"), "docs/日本 report.txt": Self.sha("quarterly")], run.summary)
+        XCTAssertEqual(sandbox.leftoversInTarget(), [])
+        sandbox.assertNothingChangedOutsideTarget(since: before)
+    }
+
+    /// Object keys with escapes that decode to ".." (and raw "../" keys): refused with a note,
+    /// exit 5, the benign object restored, nothing outside changed.
+    func testS3TraversalKeysAreRefusedWithExit5AndNothingOutsideChanges() throws {
+        let sandbox = try makeSandbox()
+        let bucket = HostileScenario.S3Bucket()
+        var scenario = HostileScenario()
+        scenario.s3 = bucket
+        scenario.file("x.txt", "hello")
+        let escaped = ["‛2E‛2E/x.txt", "‛2E‛2E/victim.txt", "‛2E‛2E/‛2E‛2E/.ssh/authorized_keys",
+                       "‛2E‛2E/‛2E‛2E/‛2E‛2E/.ssh/authorized_keys", "‛2E‛2E‛2F‛2E‛2E‛2F.bashrc"]
+        for path in escaped {
+            scenario.raw(bucket.prefix + "/" + path, .text(Self.evil), markerPath: path)
+        }
+        let dotted = ["../victim.txt", "a/../../.bashrc", "../../.ssh/authorized_keys"]
+        for path in dotted {
+            scenario.raw(bucket.prefix + "/" + path, .text(Self.evil))
+        }
+        let server = try makeServer(scenario)
+        let before = sandbox.snapshot()
+
+        let run = try restore(sandbox, remote: server.s3RemoteURL(bucket), password: nil, environment: server.s3Environment)
+        assertFinished(run)
+        XCTAssertEqual(run.status, 5, run.summary)
+        for path in escaped + dotted { assertNoted(run, path) }
+        XCTAssertEqual(sandbox.targetFiles(), ["x.txt": Self.sha("hello")], run.summary)
+        XCTAssertFalse(run.all.contains(server.password), "the secret key was printed")
+        sandbox.assertNothingChangedOutsideTarget(since: before)
+    }
+
+    /// An object far past its listed size (5 B listed, 300 MB sent): refused, exit 5, nothing
+    /// of it in the target, the download stopped near the limit.
+    func testS3OversizeBodyIsRefusedWithExit5AndTheDownloadStopsAtTheListedSize() throws {
+        let sandbox = try makeSandbox()
+        let bucket = HostileScenario.S3Bucket()
+        var scenario = HostileScenario()
+        scenario.s3 = bucket
+        scenario.file("ok.txt", "fine")
+        scenario.raw(bucket.prefix + "/big.bin", .repeated(byte: 0x42, count: 300_000_000), listedSize: 5)
+        scenario.hashes["big.bin"] = Self.sha("BBBBB")
+        let server = try makeServer(scenario)
+        let before = sandbox.snapshot()
+
+        let run = try restore(sandbox, remote: server.s3RemoteURL(bucket), password: nil, environment: server.s3Environment,
+                              timeout: 60)
+        assertFinished(run)
+        XCTAssertEqual(run.status, 5, run.summary)
+        XCTAssertLessThan(run.ending.seconds, 30, run.summary)
+        let files = sandbox.targetFiles()
+        XCTAssertEqual(files["ok.txt"], Self.sha("fine"), run.summary)
+        XCTAssertFalse(files.keys.contains { $0.hasSuffix("big.bin") || $0.contains(".backup-tmp.") }, "\(files.keys.sorted())")
+        let gets = server.log().filter { $0.method == "GET" && $0.path == "/\(bucket.bucket)/\(bucket.prefix)/big.bin" }
+        XCTAssertFalse(gets.isEmpty, "big.bin was never asked for: \(server.log())")
+        for get in gets {
+            XCTAssertFalse(get.complete, "the whole 300 MB was read")
+            XCTAssertLessThan(get.sent, 64 << 20, "the download did not stop at the listed size")
+        }
         sandbox.assertNothingChangedOutsideTarget(since: before)
     }
 }

@@ -87,14 +87,31 @@ public struct HostileScenario: Sendable {
     public var propfindBody: PropfindBody?
     /// The longest a stalled GET waits for `release()`.
     public var stallLimit: Double = 30
+    /// Serve as a path-style S3 endpoint instead: entries' hrefs are then raw object keys.
+    public var s3: S3Bucket?
+
+    /// The bucket and key prefix of the S3 mode.
+    public struct S3Bucket: Sendable {
+        public var bucket: String
+        public var prefix: String
+        public var owner: String
+
+        public init(bucket: String = "bucket", prefix: String = "laptop", owner: String = "owner-hostile") {
+            self.bucket = bucket
+            self.prefix = prefix
+            self.owner = owner
+        }
+    }
 
     public init(base: String = "/base") {
         self.base = base
     }
 
-    /// `path`'s href under the base, each component percent-encoded (UTF-8, RFC 3986 unreserved kept).
+    /// `path`'s href under the base, each component percent-encoded (UTF-8, RFC 3986 unreserved
+    /// kept); in the S3 mode, the raw key under the prefix.
     public func href(_ path: String) -> String {
-        base + "/" + path.split(separator: "/", omittingEmptySubsequences: false).map { Self.percentEncode(String($0)) }
+        if let s3 { return s3.prefix + "/" + path }
+        return base + "/" + path.split(separator: "/", omittingEmptySubsequences: false).map { Self.percentEncode(String($0)) }
             .joined(separator: "/")
     }
 
@@ -127,6 +144,7 @@ public struct HostileScenario: Sendable {
     /// The scenario as the python fixture reads it.
     var json: [String: Any] {
         var result: [String: Any] = ["base": base, "stall_limit": stallLimit]
+        if let s3 { result["s3"] = ["bucket": s3.bucket, "prefix": s3.prefix, "owner": s3.owner] }
         result["entries"] = entries.map { entry -> [String: Any] in
             var row: [String: Any] = ["href": entry.href, "listed": entry.listed, "collection": entry.collection]
             switch entry.body {
@@ -237,6 +255,14 @@ public final class HostileWebDAV: @unchecked Sendable {
 
     /// The remote URL for `backup … --remote` (the password goes in BACKUP_PASSWORD).
     public func remoteURL(base: String = "/base") -> String { "webdav://\(user)@127.0.0.1:\(port)\(base)" }
+
+    /// The remote URL of the S3 mode's bucket and prefix.
+    public func s3RemoteURL(_ bucket: HostileScenario.S3Bucket) -> String { "s3://\(bucket.bucket)/\(bucket.prefix)" }
+
+    /// The environment the binary needs for the S3 mode (the access key id is `user`).
+    public var s3Environment: [String: String] {
+        ["AWS_ACCESS_KEY_ID": user, "AWS_SECRET_ACCESS_KEY": password, "AWS_ENDPOINT_URL": address, "AWS_REGION": "us-east-1"]
+    }
 
     /// Replaces the scenario and clears the log.
     public func load(_ scenario: HostileScenario) {

@@ -42,6 +42,10 @@ Scenario (every key optional):
                   | {"kind": "laughs"}    billion laughs (nested internal entities)
                   | {"kind": "doctype"}   DOCTYPE with an external SYSTEM entity
   }
+S3 mode: a scenario with "s3": {"bucket": "bucket", "prefix": "laptop", "owner": "id"} makes the
+server a path-style S3 endpoint instead (ListObjectsV2, GetObject, HeadBucket, ListBuckets);
+each entry's "href" is then the object's key, raw ("laptop/../x.txt"), and the access key id
+in the Authorization header must be --user (signatures are not checked).
 Bodies are generated lazily in 1 MiB pieces: a 300 MB body is never held in memory. The
 log records for every request the bytes of body actually written to the socket, so a test
 can tell that a download stopped at its limit. Listens on 127.0.0.1 only.
@@ -55,7 +59,7 @@ import threading
 import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 from xml.sax.saxutils import escape
 
 lock = threading.Lock()
@@ -122,9 +126,15 @@ def prepared(raw):
         marker = base64.b64decode(raw["marker_b64"])
     elif raw.get("marker") is not None:
         marker = build_marker(raw["marker"])
+    s3 = raw.get("s3")
     if marker is not None:
-        entries.append({"href": f"{base}/{MARKER}", "body_b64": base64.b64encode(marker).decode(),
+        href = f"{s3['prefix']}/{MARKER}" if s3 else f"{base}/{MARKER}"
+        entries.append({"href": href, "body_b64": base64.b64encode(marker).decode(),
                         "redirect": raw.get("marker_redirect")})
+    if s3:
+        # GET serves a key at /<bucket>/<key>; the client percent-encodes it, path_of decodes it.
+        for entry in entries:
+            entry.setdefault("serve", "/" + s3["bucket"] + "/" + quote(entry["href"], safe="/"))
     result["entries"] = entries
     return result
 
@@ -283,6 +293,14 @@ class Handler(BaseHTTPRequestHandler):
             stalled.remove(self.path)
 
     def authorised(self):
+        if scenario.get("s3"):
+            # "AWS4-HMAC-SHA256 Credential=<key id>/<date>/…": the key id is checked, not the signature.
+            credential = self.headers.get("Authorization", "").partition("Credential=")[2]
+            if credential.split("/", 1)[0] == USER:
+                return True
+            body = b"<Error><Code>InvalidAccessKeyId</Code></Error>"
+            self.answer(403, len(body), [body], [("Content-Type", "application/xml")])
+            return False
         expected = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         if self.headers.get("Authorization") == expected:
             return True
@@ -318,9 +336,44 @@ class Handler(BaseHTTPRequestHandler):
         data = "".join(listing(path, depth)).encode()
         self.answer(207, len(data), [data], headers)
 
+    def s3_route(self):
+        """Answers the S3 requests that are not an object's GET; False for an object's GET."""
+        s3 = scenario["s3"]
+        parts = urlsplit(self.path)
+        path = unquote(parts.path)
+        query = parse_qs(parts.query)
+        xml = [("Content-Type", "application/xml")]
+        if path == "/":
+            body = (f'<?xml version="1.0" encoding="UTF-8"?><ListAllMyBucketsResult><Owner><ID>{s3.get("owner", "owner")}'
+                    f'</ID></Owner><Buckets><Bucket><Name>{s3["bucket"]}</Name></Bucket></Buckets>'
+                    '</ListAllMyBucketsResult>').encode()
+            self.answer(200, len(body), [body], xml)
+            return True
+        if path.rstrip("/") == "/" + s3["bucket"]:
+            if self.command == "HEAD" or "list-type" not in query:
+                self.answer(200, 0, [], xml)
+                return True
+            rows = []
+            for index, entry in enumerate(scenario.get("entries", [])):
+                if not entry.get("listed", True):
+                    continue
+                size = entry.get("size")
+                if size is None:
+                    size = body_of(entry)[0]
+                rows.append(f"<Contents><Key>{escape(entry['href'])}</Key><Size>{size}</Size>"
+                            f"<ETag>&quot;e{index}&quot;</ETag></Contents>")
+            body = (f'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>{s3["bucket"]}</Name>'
+                    f'<Prefix>{escape(query.get("prefix", [""])[0])}</Prefix><KeyCount>{len(rows)}</KeyCount>'
+                    f'<IsTruncated>false</IsTruncated>{"".join(rows)}</ListBucketResult>').encode()
+            self.answer(200, len(body), [body], xml)
+            return True
+        return False
+
     def do_GET(self):
         self.read_request_body()
         if not self.authorised():
+            return
+        if scenario.get("s3") and self.s3_route():
             return
         with lock:
             entry = find_served(path_of(self.path))
