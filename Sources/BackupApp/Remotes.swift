@@ -18,9 +18,11 @@ public struct OpenedRemote: Sendable {
 }
 
 public enum Remotes {
-    /// Opens the remote `url` with a profile's provider settings.
+    /// Opens the remote `url` with a profile's provider settings; `readOnly` (a restore)
+    /// makes a folder remote refuse every write, its volume id included.
     public static func open(
-        _ url: String, settings: [String: String] = [:], environment: [String: String] = ProcessInfo.processInfo.environment
+        _ url: String, settings: [String: String] = [:], environment: [String: String] = ProcessInfo.processInfo.environment,
+        readOnly: Bool = false
     ) throws(AppError) -> OpenedRemote {
         let location: RemoteLocation
         do {
@@ -32,7 +34,7 @@ public enum Remotes {
             guard path.hasPrefix("/") else {
                 throw .usage("the remote folder \(url) must be an absolute path (or file:///path, webdav://, webdavs://, s3://)")
             }
-            return OpenedRemote(storage: FolderStorage(root: path), displayURL: path, availability: .available)
+            return OpenedRemote(storage: FolderStorage(root: path, readOnly: readOnly), displayURL: path, availability: .available)
         }
 
         var credentials = ProviderCredentials.fromEnvironment(environment)

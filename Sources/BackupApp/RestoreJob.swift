@@ -89,7 +89,7 @@ extension BackupApp {
         let lock = try ProfileLock(path: lockPath, profile: profile?.name ?? requested ?? remoteURL)
         defer { lock.release() }
 
-        let remote = try Remotes.open(remoteURL, settings: profile?.settings ?? [:], environment: environment)
+        let remote = try Remotes.open(remoteURL, settings: profile?.settings ?? [:], environment: environment, readOnly: true)
         let meter = TransferMeter()
         let storage = meter.observing(remote.storage)
         let availability = remote.availability

@@ -36,11 +36,21 @@ public struct FolderStorage: RemoteStorage {
     public let root: String
     /// When written files are made durable.
     public let durability: Durability
+    /// Whether this provider only reads (a restore): it never creates the volume id, and
+    /// every write fails.
+    public let readOnly: Bool
 
     /// A provider over the existing folder `root`; nothing is checked or created until first use.
-    public init(root: String, durability: Durability = .batched) {
+    public init(root: String, durability: Durability = .batched, readOnly: Bool = false) {
         self.root = root
         self.durability = durability
+        self.readOnly = readOnly
+    }
+
+    private func refuseWrite(_ path: String) throws {
+        if readOnly {
+            throw CloudError(.transport, "the remote folder \(root) was opened to read only (a restore); \(path) was not written")
+        }
     }
 
     // MARK: RemoteStorage
@@ -55,6 +65,8 @@ public struct FolderStorage: RemoteStorage {
             let rootFD = try openRoot()
             defer { close(rootFD) }
             if let existing = try readVolumeId(rootFD) { return existing }
+            // A restore writes nothing to its remote; the engine falls back to the marker's id.
+            if readOnly { return nil }
 
             let id = UUID().uuidString.lowercased()
             let temporary: String
@@ -102,6 +114,7 @@ public struct FolderStorage: RemoteStorage {
 
     /// Writes `data` to `path` through a temporary file and a rename.
     public func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
+        try refuseWrite(path)
         let parts = try Self.components(of: path)
         return try mapped {
             let rootFD = try openRoot()
@@ -117,6 +130,7 @@ public struct FolderStorage: RemoteStorage {
     /// A local file that cannot be opened or read throws a `LocalFileError` whose message
     /// starts "cannot read the local file".
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+        try refuseWrite(path)
         let parts = try Self.components(of: path)
         return try mapped {
             let rootFD = try openRoot()
@@ -190,6 +204,7 @@ public struct FolderStorage: RemoteStorage {
 
     /// Unlinks `path` (absent is success), then removes folders it leaves empty, never the root.
     public func delete(_ path: String) async throws {
+        try refuseWrite(path)
         let parts = try Self.components(of: path)
         try mapped {
             let rootFD = try openRoot()
