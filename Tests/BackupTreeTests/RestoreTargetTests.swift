@@ -89,6 +89,29 @@ final class RestoreTargetTests: XCTestCase {
         XCTAssertEqual(result.plan.files.count, files.count, "nothing planned for a refused path")
     }
 
+    func testDuplicateListingEntriesArePlannedOnceAndTheRestoreCompletes() async throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        let (marker, source, listing) = try await found()
+        // The same files listed twice more, the second time with another size: the first wins.
+        let doubled = listing + listing + listing.map { RemoteFile(path: $0.path, size: $0.size + 1, remoteId: nil) }
+        let result = try RestorePlanner.plan(marker: marker, source: source, files: doubled, target: target)
+        XCTAssertEqual(result.plan.files.count, files.count)
+        XCTAssertEqual(Set(result.plan.files.map(\.placePath)).count, files.count)
+        let engine = RestoreEngine(storage: storage, record: try RestoreRecord(path: dir.path("record.db")), staging: target)
+        let outcome = try await engine.start(result.plan, placement: StagedPlacement(target: target))
+        guard case .completed = outcome else { return XCTFail("expected completed, got \(outcome)") }
+    }
+
+    func testARecordRefusesAPlanThatPlacesTwoFilesAtOnePath() throws {
+        let record = try RestoreRecord(path: dir.path("record.db"))
+        let source = SourceRef(identityKey: "id", markerRemoteId: nil, markerFingerprint: "f")
+        let plan = RestorePlan(source: source, target: dir.path("target"), files: [
+            RestoreFile(remotePath: "a.txt"), RestoreFile(remotePath: "old/a.txt", placePath: "a.txt"),
+        ])
+        XCTAssertThrowsError(try record.begin(plan))
+        XCTAssertNil(try record.source(), "a refused plan left a record")
+    }
+
     func testFullRestoreIsByteIdenticalAndStagingIsRemoved() async throws {
         let target = RestoreTarget(root: dir.path("target"))
         try target.prepare()
