@@ -527,9 +527,12 @@ public final class WebDAVStorage: RemoteStorage {
 // MARK: Local files shared by the HTTP providers
 
 /// Opens a regular local file for upload and returns it with its size; the caller closes it.
+///
+/// `localPath` is in `FileName`'s String form: a name that is not UTF-8 (or holds the escape
+/// character) is opened by the bytes it stands for, never by its escaped spelling.
 func openLocalSource(_ localPath: String) throws -> (fd: Int32, size: Int64) {
     // O_NONBLOCK so that a FIFO given by mistake is refused below instead of hanging the open.
-    let fd = open(localPath, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    let fd = FileName.withCString(localPath) { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
     guard fd >= 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
     var status = stat()
     guard fstat(fd, &status) == 0 else {

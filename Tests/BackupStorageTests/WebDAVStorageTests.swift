@@ -427,6 +427,11 @@ final class WebDAVStorageTests: XCTestCase {
         try await engineRoundTrip(remote.storage, scratch: remote.scratch)
     }
 
+    func testNamesNotUTF8OrHoldingTheEscapeRoundTripByteExactly() async throws {
+        let remote = try makeRemote()
+        try await awkwardNamesRoundTrip(remote.storage, scratch: remote.scratch)
+    }
+
     // MARK: Factory
 
     func testMakeStorageBuildsAWorkingWebDAVProvider() async throws {
@@ -563,6 +568,81 @@ func engineRoundTrip(_ storage: any RemoteStorage, scratch: String, file: Static
         try await storage.downloadFile(path, toPath: local)
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: local)) == data, "\(path) differs", file: file, line: line)
     }
+}
+
+/// Names a provider can only carry under `FileName`'s String form: not UTF-8 (Latin-1 "café",
+/// 0xFF 0xFE, a folder named by an invalid byte) or holding the escape character itself
+/// (alone, doubled, and spelling an escape it is not). The engine uploads them from local
+/// files with those raw names, a second run uploads nothing, the listing gives the String
+/// forms back, and each downloads into a file whose raw name and bytes are the original's.
+func awkwardNamesRoundTrip(_ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath,
+                           line: UInt = #line) async throws {
+    let escape = "\u{201B}"
+    let rawNames: [[UInt8]] = [
+        Array("caf".utf8) + [0xE9] + Array(".txt".utf8),
+        [0xFF, 0xFE],
+        Array("quote \(escape) inside".utf8),
+        Array("lit\(escape)FF and \(escape)\(escape)".utf8),
+        Array("d".utf8) + [0xFF] + Array("/in \(escape) folder".utf8),
+    ]
+    func rawOpen(_ path: String, _ flags: Int32) -> Int32 { FileName.withCString(path) { open($0, flags, 0o644) } }
+    let tree = scratch + "/tree", restored = scratch + "/restored"
+    var entries: [SyncEntry] = []
+    var contents: [String: Data] = [:]
+    for (index, raw) in rawNames.enumerated() {
+        let path = FileName.string(fromBytes: raw)
+        XCTAssertTrue(FileName.isEscaped(path), "\(path) needs the codec", file: file, line: line)
+        let data = Data("content \(index) of \(path)".utf8)
+        contents[path] = data
+        for root in [tree, restored] {
+            let parts = path.split(separator: "/").map(String.init)
+            var folder = root
+            for part in [""] + parts.dropLast() {
+                folder += part.isEmpty ? "" : "/" + part
+                _ = FileName.withCString(folder) { mkdir($0, 0o755) }
+            }
+        }
+        let fd = rawOpen(tree + "/" + path, O_WRONLY | O_CREAT | O_TRUNC)
+        XCTAssertGreaterThanOrEqual(fd, 0, file: file, line: line)
+        data.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        entries.append(SyncEntry(path: path, size: Int64(data.count), hash: try SHA256Hasher.hexOfFile(atPath: tree + "/" + path),
+                                 source: .file(tree + "/" + path)))
+    }
+    let engine = SyncEngine(storage: storage, state: try StateStore(path: scratch + "/names-state.db"))
+    let snapshot = SyncSnapshot(entries: entries, marker: Data("names".utf8))
+    guard case .completed(let first) = try await engine.sync(snapshot) else {
+        return XCTFail("the first run did not complete", file: file, line: line)
+    }
+    XCTAssertEqual(first.sourceFailures.map(\.message), [], "files left behind", file: file, line: line)
+    XCTAssertEqual(Set(first.uploaded), Set(contents.keys).union([SyncEngine.defaultMarkerPath]), file: file, line: line)
+    guard case .completed(let second) = try await engine.sync(snapshot) else {
+        return XCTFail("the second run did not complete", file: file, line: line)
+    }
+    XCTAssertEqual(second.uploaded, [], "the listing did not give the names back as sent", file: file, line: line)
+
+    let listed = try await storage.list()
+    XCTAssertEqual(Set(listed.map(\.path)), Set(contents.keys).union([SyncEngine.defaultMarkerPath]), file: file, line: line)
+    for (path, data) in contents {
+        let fd = rawOpen(restored + "/" + path, O_RDWR | O_CREAT | O_EXCL)
+        XCTAssertGreaterThanOrEqual(fd, 0, file: file, line: line)
+        defer { close(fd) }
+        try await storage.downloadFile(path, into: fd, expectedSize: Int64(data.count), onBytes: { _ in })
+        var back = [UInt8](repeating: 0, count: data.count + 1)
+        XCTAssertEqual(pread(fd, &back, back.count, 0), data.count, "\(path): size on disk", file: file, line: line)
+        XCTAssertEqual(Data(back.prefix(data.count)), data, "\(path): bytes on disk", file: file, line: line)
+    }
+    // The names on disk are the original bytes, not their escaped spelling.
+    var found = Set<[UInt8]>()
+    if let dir = opendir(restored) {
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if name != Array(".".utf8) && name != Array("..".utf8) { found.insert(name) }
+        }
+        closedir(dir)
+    }
+    let tops = Set(rawNames.map { Array($0.prefix { $0 != UInt8(ascii: "/") }) })
+    XCTAssertEqual(found, tops, file: file, line: line)
 }
 
 /// A thread-safe call counter for credential callbacks.
