@@ -298,13 +298,13 @@ extension RemoteStorage {
     public func downloadFile(_ path: String, toPath localPath: String, expectedSize: Int64? = nil) async throws {
         let folder = (localPath as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let fd = open(localPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = FileName.withCString(localPath) { open($0, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
         guard fd >= 0 else { throw LocalFileError(errno: errno, reading: localPath) }
         defer { close(fd) }
         do {
             try await downloadFile(path, into: fd, expectedSize: expectedSize, onBytes: { _ in })
         } catch {
-            unlink(localPath)
+            _ = FileName.withCString(localPath) { unlink($0) }
             throw error
         }
     }
