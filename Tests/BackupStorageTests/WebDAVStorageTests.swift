@@ -126,6 +126,152 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(listed.map(\.path), ["kept.txt"])
     }
 
+    func testATwentyThousandFileBackupListsAndSyncsASecondTime() async throws {
+        // rclone answers Depth: infinity for 20,000 files with ~17 MB of XML: past the 10 MB that
+        // XMLParser(data:) (libxml2 in one chunk) accepts, so this listing used to be refused.
+        // The files are made on the server's disk: uploading 20,000 would take a minute.
+        let remote = try makeRemote()
+        let count = 20_000
+        var entries: [SyncEntry] = []
+        entries.reserveCapacity(count)
+        let root = remote.served + "/" + remote.folder
+        for index in 0..<count {
+            let folder = "Documents/Projects and archives/project \(index / 1000)/sources of module \(index / 100 % 10)"
+            let path = folder + "/a file with a name as long as in a real home folder \(index).txt"
+            if index % 100 == 0 {
+                try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
+            }
+            let size = index % 7
+            let fd = open(root + "/" + path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            XCTAssertGreaterThanOrEqual(fd, 0)
+            XCTAssertEqual(write(fd, "tiny..", size), size)
+            close(fd)
+            entries.append(SyncEntry(path: path, size: Int64(size), hash: nil, source: .file(remote.scratch + "/unused")))
+        }
+        try await Task.sleep(nanoseconds: UInt64(RcloneServer.directoryCacheTime * 2e9))
+        let engine = SyncEngine(storage: remote.storage, state: try StateStore(path: remote.scratch + "/state.db"))
+        let snapshot = SyncSnapshot(entries: entries, marker: Data("twenty thousand".utf8))
+        for run in 1...2 {
+            let started = Date()
+            let outcome = try await engine.sync(snapshot)
+            guard case .completed(let report) = outcome else { return XCTFail("run \(run): \(outcome)") }
+            XCTAssertEqual(report.uploaded, run == 1 ? [SyncEngine.defaultMarkerPath] : [], "run \(run)")
+            XCTAssertEqual(report.unchanged, count, "run \(run)")
+            print("20,000-file sync run \(run): \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+        }
+    }
+
+    func testAHugeListingIsParsedAsAStreamInBoundedMemory() async throws {
+        // 20,000 entries of ~5 KB each: a 100 MB multistatus, streamed by the proxy as it is
+        // generated, listed by a process of its own whose peak RSS is read before it exits.
+        let proxy = try FaultProxy(upstreamPort: nil)
+        let folder = "huge"
+        proxy.add("PROPFIND", .propfindEntries(count: 20_000, padding: 5_000, prefix: "/" + folder))
+        let helper = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("BackupListHelper").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: helper)
+        process.arguments = ["webdav", "127.0.0.1", String(proxy.port), "someone", folder]
+        process.environment = ["BACKUP_TEST_PASSWORD": "secret"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        process.waitUntilExit()
+        print("huge listing: \(text)")
+        XCTAssertEqual(process.terminationStatus, 0, text)
+        XCTAssertTrue(text.hasPrefix("files=20000 "), text)
+        let peak = text.split(separator: " ").first { $0.hasPrefix("peak_rss_kib=") }.flatMap { Int($0.dropFirst(13)) }
+        // The body alone is 100 MB; the listing itself (20,000 short paths) is a few MB. Parsed
+        // whole (XMLParser over the body in memory), the peak was 462 MB and the listing failed.
+        XCTAssertLessThan(peak ?? .max, 80 << 10, "peak RSS in KiB, for a 100 MB listing")
+    }
+
+    func testHrefsOnAnotherServerOrOutsideTheFolderAndRepeatedHrefsAreLeftOutWithNotes() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let f = "/" + remote.folder
+        func response(_ href: String, size: Int = 1) -> String {
+            "<d:response><d:href>\(href)</d:href><d:propstat><d:prop><d:getcontentlength>\(size)</d:getcontentlength>"
+                + "</d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>"
+        }
+        let hrefs = [
+            f + "/ok.txt", "http://elsewhere.example\(f)/other-host.txt", "http://127.0.0.1:1\(f)/other-port.txt",
+            "/another-folder/outside.txt", f + "/d%C3%BCp.txt", f + "/d%c3%bcp.txt", f + "/ok.txt",
+            "http://127.0.0.1:\(proxy.port)\(f)/absolute%20here.txt",
+        ]
+        let body = "<?xml version=\"1.0\"?><d:multistatus xmlns:d=\"DAV:\">" + response(f + "/")
+            + hrefs.enumerated().map { response($0.element, size: $0.offset) }.joined() + "</d:multistatus>"
+        proxy.add("PROPFIND", .status(207, headers: ["Content-Type": "application/xml"], body: body))
+        let storage = remote.storage(through: proxy)
+        let listed = try await storage.list()
+        XCTAssertEqual(listed.map(\.path), ["ok.txt", "düp.txt", "absolute here.txt"])
+        XCTAssertEqual(listed.map(\.size), [0, 4, 7], "the first of two entries for one path is kept")
+        let notes = storage.takeListingNotes()
+        XCTAssertEqual(notes.count, 5, "\(notes)")
+        for expected in ["other-host.txt", "other-port.txt", "outside.txt", "düp.txt was listed again", "ok.txt was listed again"] {
+            XCTAssertTrue(notes.contains { $0.contains(expected) }, "no note about \(expected): \(notes)")
+        }
+        XCTAssertEqual(storage.takeListingNotes(), [], "notes are handed over once")
+    }
+
+    func testADTDInAListingIsRefusedAndItsEntitiesAreNeverExpanded() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let laughs = (1...9).map { "<!ENTITY l\($0) \"" + String(repeating: "&l\($0 - 1);", count: 10) + "\">" }.joined()
+        let body = "<?xml version=\"1.0\"?><!DOCTYPE d:multistatus [<!ENTITY l0 \"lol\">\(laughs)"
+            + "<!ENTITY name \"planted.txt\">]><d:multistatus xmlns:d=\"DAV:\"><d:response><d:href>/\(remote.folder)/&name;"
+            + "</d:href><d:propstat><d:prop><d:getcontentlength>&l9;</d:getcontentlength></d:prop>"
+            + "<d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>"
+        proxy.add("PROPFIND", times: 10, .status(207, body: body))
+        do {
+            let listed = try await remote.storage(through: proxy).list()
+            XCTFail("a listing with a DTD was read: \(listed)")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("DTD") && error.message.contains("127.0.0.1:\(proxy.port)"), error.message)
+        }
+    }
+
+    func testRedirectsOnGETAndPROPFINDAreErrorsAndNeverFollowed() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("here.txt", Data("here".utf8))
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let storage = remote.storage(through: proxy)
+        for (method, status) in [("GET", 302), ("PROPFIND", 301)] {
+            proxy.clear()
+            proxy.add(method, .status(status, headers: ["Location": "http://127.0.0.1:\(proxy.port)/elsewhere/"]))
+            do {
+                if method == "GET" { _ = try await storage.readBytes("here.txt") } else { _ = try await storage.list() }
+                XCTFail("\(method) answered \(status) and yet succeeded")
+            } catch let error as CloudError {
+                XCTAssertEqual(error.kind, .transport)
+                XCTAssertTrue(error.message.contains("HTTP \(status)") && error.message.contains("/elsewhere/"), error.message)
+            }
+            XCTAssertEqual(proxy.log().map(\.method), [method], "nothing after the redirect")
+        }
+    }
+
+    func testBodiesInMemoryAreCappedAndAnOverflowIsTransportNamingTheServer() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("big.bin", Data(count: 5000))
+        var settings = HTTPSettings()
+        settings.readBytesLimit = 4096
+        let storage = WebDAVStorage(endpoint: remote.endpoint(), password: remote.server.secret, settings: settings)
+        do {
+            _ = try await storage.readBytes("big.bin")
+            XCTFail("a body past the caller's limit was read")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("127.0.0.1:\(remote.server.port)") && error.message.contains("reading big.bin")
+                && error.message.contains("4096"), error.message)
+        }
+        _ = try await remote.storage.writeBytes("fits.bin", Data(count: 4096))
+        let fits = try await storage.readBytes("fits.bin")
+        XCTAssertEqual(fits.count, 4096, "a body of exactly the limit is read")
+    }
+
     func testRemoteIdOfAWriteMatchesTheListingAndChangesWithTheContent() async throws {
         let remote = try makeRemote()
         let first = try await remote.storage.writeBytes("v.txt", Data("one".utf8))
