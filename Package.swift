@@ -52,8 +52,15 @@ let package = Package(
             dependencies: ["BackupEngine", "BackupStorage", "BackupTree", "BackupTestSupport"],
             path: "Tests/BackupKillHelper"
         ),
+        .executableTarget(
+            name: "BackupListHelper",
+            dependencies: ["BackupEngine", "BackupStorage"],
+            path: "Tests/BackupListHelper"
+        ),
         .testTarget(name: "BackupEngineTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
-        .testTarget(name: "BackupStorageTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
+        .testTarget(
+            name: "BackupStorageTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport", "BackupListHelper"]
+        ),
         .testTarget(
             name: "BackupAppTests",
             dependencies: ["BackupApp", "BackupCLI", "BackupEngine", "BackupStorage", "BackupTree", "BackupTestSupport", "backup"]

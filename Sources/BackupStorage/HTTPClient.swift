@@ -30,6 +30,9 @@ public struct HTTPSettings: Sendable, Equatable {
     public var serverErrorRetries = 2
     /// The first wait between retries when the server names none; doubled each time.
     public var backoff: Double = 0.5
+    /// The most `readBytes` (the marker) takes into memory; a longer body fails as Transport
+    /// rather than be allocated. Raise it for a marker of millions of files.
+    public var readBytesLimit = 256 << 20
 
     public init(caFile: String? = nil) {
         self.caFile = caFile
@@ -66,6 +69,13 @@ final class HTTPClient: Sendable {
             let response: HTTPResponse
             do {
                 response = try await loop.perform(request, settings: curlSettings)
+            } catch let tooLarge as BodyTooLarge {
+                throw CloudError(.transport, "\(server) sent a response longer than \(tooLarge.limit) bytes while "
+                    + "\(what), more than this request may hold in memory; it was stopped there. Check that the "
+                    + "remote URL names the right server")
+            } catch let refused as HTTPStreamFailure {
+                throw CloudError(.transport, "\(server) sent a response that cannot be read while \(what): "
+                    + "\(refused.reason)")
             } catch let failure as CurlFailure {
                 switch Self.classify(failure) {
                 case .cannotConnect:

@@ -30,13 +30,43 @@ enum HTTPBody: Sendable {
 }
 
 /// Where a successful (2xx) response body goes; any other body is kept in memory for the
-/// error message.
+/// error message, its first `errorBodyLimit` bytes only.
 enum HTTPSink: Sendable {
-    case memory
+    /// In memory, up to `limit` bytes: a longer body stops the transfer (`BodyTooLarge`), so a
+    /// server can never make this process allocate more than the caller allowed.
+    case memory(limit: Int)
     /// The open file `fd`, truncated at the start of each attempt; `path` names it in errors.
     /// With a `limit`, the transfer stops at the first byte past it (`SinkOverflow`).
     /// `onBytes` gets the bytes written so far in this attempt.
     case file(fd: Int32, path: String, limit: Int64? = nil, onBytes: (@Sendable (Int64) -> Void)? = nil)
+    /// Fed to `stream` chunk by chunk as it arrives; nothing of it is kept here.
+    case stream(any HTTPBodyStream)
+
+    /// The limit of a body nobody reads beyond a few fields (MOVE, MKCOL, PUT answers).
+    static let smallBodyLimit = 64 << 10
+    /// The most of an error body kept for its message.
+    static let errorBodyLimit = 64 << 10
+}
+
+/// Takes a 2xx body as libcurl delivers it, on the HTTP thread; the task that sent the
+/// request reads what it gathered after the response came back.
+protocol HTTPBodyStream: AnyObject, Sendable {
+    /// Forgets what an earlier attempt fed it: called before each attempt.
+    func reset()
+    /// The next bytes of the body; throwing stops the transfer (`HTTPStreamFailure`).
+    func consume(_ bytes: UnsafeRawBufferPointer) throws
+    /// The body ended; throwing fails the response (a truncated or malformed body).
+    func finish() throws
+}
+
+/// A 2xx body longer than its memory sink's limit; the transfer was stopped there.
+struct BodyTooLarge: Error, Sendable {
+    let limit: Int
+}
+
+/// A streamed 2xx body its consumer refused; `reason` says why.
+struct HTTPStreamFailure: Error, Sendable {
+    let reason: String
 }
 
 /// A 2xx body that went past its sink's limit; the transfer was stopped there.
@@ -52,7 +82,7 @@ struct HTTPRequest: Sendable {
     var url: String
     var headers: [(String, String)] = []
     var body: HTTPBody = .empty
-    var sink: HTTPSink = .memory
+    var sink: HTTPSink = .memory(limit: HTTPSink.smallBodyLimit)
     /// HTTP Basic credentials, sent with the first request rather than after a challenge.
     var basicAuth: (user: String, password: String)?
 }
@@ -201,10 +231,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var sinkWritten: Int64 = 0
     private var localError: LocalFileError?
     private var overflowed = false
+    private var bodyTooLarge: Int?
+    private var streamFailure: HTTPStreamFailure?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-
-    /// Bodies of error responses are kept for the message, up to this much.
-    private static let errorBodyLimit = 1 << 20
 
     init(request: HTTPRequest, settings: CurlSettings) {
         self.request = request
@@ -223,6 +252,7 @@ final class CurlTransfer: @unchecked Sendable {
             localError = LocalFileError(path: path, message: "cannot write the local file \(path): \(String(cString: strerror(errno)))")
             return CurlFailure(code: CURLE_WRITE_ERROR, detail: "", connected: false)
         }
+        if case .stream(let stream) = request.sink { stream.reset() }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var failed: CURLcode = CURLE_OK
         var failedLine = 0
@@ -291,9 +321,20 @@ final class CurlTransfer: @unchecked Sendable {
             finish(.failure(localError))
         } else if overflowed {
             finish(.failure(SinkOverflow(written: sinkWritten)))
+        } else if let bodyTooLarge {
+            finish(.failure(BodyTooLarge(limit: bodyTooLarge)))
+        } else if let streamFailure {
+            finish(.failure(streamFailure))
         } else if cancelled.load(ordering: .relaxed) {
             finish(.failure(CancellationError()))
         } else if code == CURLE_OK {
+            if (200..<300).contains(status), case .stream(let stream) = request.sink {
+                do {
+                    try stream.finish()
+                } catch {
+                    return finish(.failure(HTTPStreamFailure(reason: String(describing: error))))
+                }
+            }
             finish(.success(HTTPResponse(status: status, headers: headers, body: body)))
         } else {
             // A reused connection reports no connect time, so "connected" is read from the time
@@ -367,6 +408,23 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     fileprivate func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if (200..<300).contains(status), case .stream(let stream) = request.sink {
+            do {
+                try stream.consume(bytes)
+            } catch {
+                streamFailure = HTTPStreamFailure(reason: String(describing: error))
+                return 0  // CURLE_WRITE_ERROR: the rest is not read
+            }
+            return bytes.count
+        }
+        if (200..<300).contains(status), case .memory(let limit) = request.sink {
+            guard bytes.count <= limit - body.count else {
+                bodyTooLarge = limit
+                return 0  // CURLE_WRITE_ERROR: nothing past the limit is read or kept
+            }
+            body.append(contentsOf: bytes)
+            return bytes.count
+        }
         if (200..<300).contains(status), case .file(let fd, let path, let limit, let onBytes) = request.sink {
             if let limit, Int64(bytes.count) > limit - sinkWritten {
                 overflowed = true
@@ -388,8 +446,9 @@ final class CurlTransfer: @unchecked Sendable {
             onBytes?(sinkWritten)
             return bytes.count
         }
-        if case .file = request.sink, body.count >= Self.errorBodyLimit { return bytes.count }
-        body.append(contentsOf: bytes)
+        // Any other body is for the message: its start is kept, the rest read and dropped.
+        let room = HTTPSink.errorBodyLimit - body.count
+        if room > 0 { body.append(contentsOf: bytes.prefix(room)) }
         return bytes.count
     }
 }

@@ -1,6 +1,6 @@
-// A small XML tree for the responses of both providers (WebDAV multistatus, S3 listings and
-// errors), built with FoundationXML's XMLParser with namespaces resolved, so that "D:href" and
-// "d:href" from different servers are the same element.
+// A small XML tree for the S3 responses (listing pages, capped at 8 MiB, and errors, at 64 KiB),
+// built with FoundationXML's XMLParser with namespaces resolved. The WebDAV multistatus, whose
+// size grows with the tree, is streamed instead (XMLStream.swift, WebDAVMultistatus.swift).
 
 import Foundation
 #if canImport(FoundationXML)
@@ -34,8 +34,10 @@ final class XMLElementNode {
         child(name, namespace).map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 
-    /// Parses `data`; nil when it is not well-formed XML.
+    /// Parses `data`; nil when it is not well-formed XML, or declares a DTD or entities (never
+    /// expanded: an entity bomb in a small body is refused before libxml2 sees it).
     static func parse(_ data: Data) -> XMLElementNode? {
+        if data.range(of: Data("<!DOCTYPE".utf8)) != nil || data.range(of: Data("<!ENTITY".utf8)) != nil { return nil }
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false

@@ -6,6 +6,7 @@
 
 import BackupEngine
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,9 +14,14 @@ import Glibc
 /// A remote that is a key prefix in an S3 bucket.
 ///
 /// A PUT of an object is atomic, so a failed write never shows under its key; a multipart
-/// upload shows only once completed and is aborted when any part fails. Safe to call from many
-/// tasks at once.
-public final class S3Storage: RemoteStorage {
+/// upload shows only once completed and is aborted when any part fails. A key listed again on
+/// a later page keeps its first entry, with a note (`takeListingNotes()`). Safe to call from
+/// many tasks at once.
+public final class S3Storage: RemoteStorage, ListingNotesReporting {
+    /// The most one ListObjectsV2 page (1,000 keys, ~300 KB on AWS) may take in memory; also
+    /// below the 10,000,000 bytes libxml2 parses in one piece.
+    static let listPageLimit = 8 << 20
+
     public let location: S3Location
     /// The endpoint as messages name it, e.g. "https://s3.us-east-1.amazonaws.com".
     public let endpoint: String
@@ -30,6 +36,8 @@ public final class S3Storage: RemoteStorage {
     private let secrets: [String]
     private let multipartThreshold: Int64
     private let partSize: Int64
+    /// What listings left out since the last `takeListingNotes()`.
+    private let listingNotes = Mutex<[String]>([])
 
     /// A provider over `location`, addressed through `options.s3Endpoint` (AWS itself when nil)
     /// in `options.s3Region`; nothing is contacted yet.
@@ -89,7 +97,8 @@ public final class S3Storage: RemoteStorage {
             throw failure(head, "checking the bucket of", location.displayURL)
         }
         var owner: String?
-        let buckets = try await send("listing the buckets", method: "GET", path: "/", host: endpointHost, repeatable: true)
+        let buckets = try await send("listing the buckets", method: "GET", path: "/", host: endpointHost,
+                                     sink: .memory(limit: Self.listPageLimit), repeatable: true)
         if buckets.status == 200, let root = XMLElementNode.parse(buckets.body) {
             owner = root.child("Owner")?.text(of: "ID").flatMap { $0.isEmpty ? nil : $0 }
         }
@@ -101,12 +110,14 @@ public final class S3Storage: RemoteStorage {
     public func list() async throws -> [RemoteFile] {
         let keyPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
         var files: [RemoteFile] = []
+        var seen = Set<String>()
+        var repeated = 0
         var token: String?
         repeat {
             var query = [("list-type", "2"), ("prefix", keyPrefix)]
             if let token { query.append(("continuation-token", token)) }
             let response = try await send("listing \(location.displayURL)", method: "GET", path: bucketPath,
-                                          query: query, repeatable: true)
+                                          query: query, sink: .memory(limit: Self.listPageLimit), repeatable: true)
             guard response.status == 200 else { throw failure(response, "listing", location.displayURL) }
             guard let root = XMLElementNode.parse(response.body), root.name == "ListBucketResult" else {
                 throw CloudError(.transport, "\(endpoint) sent a listing that is not S3 XML while listing "
@@ -118,11 +129,23 @@ public final class S3Storage: RemoteStorage {
                 // Folder placeholders ("a/") and keys no local path can take are not files here.
                 guard (try? RelativePath.components(of: path)) != nil else { continue }
                 let size = object.text(of: "Size").flatMap { Int64($0) } ?? 0
+                // A key on two pages (a server's paging slipped): the first is kept.
+                guard seen.insert(path).inserted else {
+                    repeated += 1
+                    if repeated <= 50 { listingNotes.withLock { $0.append("left out of the listing: \(path) was listed again") } }
+                    continue
+                }
                 files.append(RemoteFile(path: path, size: size, remoteId: object.text(of: "ETag").map(Self.unquoted)))
             }
             token = root.text(of: "IsTruncated") == "true" ? root.text(of: "NextContinuationToken") : nil
         } while token != nil
+        if repeated > 50 { listingNotes.withLock { $0.append("… and \(repeated - 50) more keys listed again") } }
         return files
+    }
+
+    /// What listings left out since the last call, and why (a key listed twice), once each.
+    public func takeListingNotes() -> [String] {
+        listingNotes.withLock { notes in defer { notes.removeAll() }; return notes }
     }
 
     public func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
@@ -144,9 +167,11 @@ public final class S3Storage: RemoteStorage {
                                    payloadHash: hash)
     }
 
+    /// The object's bytes, at most `HTTPSettings.readBytesLimit` of them.
     public func readBytes(_ path: String) async throws -> Data {
         let key = try objectPath(path)
-        let response = try await send("reading \(path)", method: "GET", path: key, repeatable: true)
+        let response = try await send("reading \(path)", method: "GET", path: key,
+                                      sink: .memory(limit: client.settings.readBytesLimit), repeatable: true)
         guard response.status == 200 else { throw failure(response, "reading", path) }
         return response.body
     }
@@ -189,7 +214,7 @@ public final class S3Storage: RemoteStorage {
         // S3 takes at most 10,000 parts.
         let part = max(partSize, (size + 9_999) / 10_000)
         let created = try await send("starting the upload of \(path)", method: "POST", path: key,
-                                     query: [("uploads", "")], repeatable: false)
+                                     query: [("uploads", "")], sink: .memory(limit: 1 << 20), repeatable: false)
         guard created.status == 200, let uploadId = XMLElementNode.parse(created.body)?.text(of: "UploadId"),
               !uploadId.isEmpty
         else {
@@ -222,8 +247,8 @@ public final class S3Storage: RemoteStorage {
                 + parts.joined() + "</CompleteMultipartUpload>").utf8)
             let response = try await send(
                 "completing the upload of \(path)", method: "POST", path: key, query: [("uploadId", uploadId)],
-                headers: [("Content-Type", "application/xml")], body: .data(xml), payloadHash: SHA256Hasher.hex(xml),
-                repeatable: true)
+                headers: [("Content-Type", "application/xml")], body: .data(xml), sink: .memory(limit: 1 << 20),
+                payloadHash: SHA256Hasher.hex(xml), repeatable: true)
             // S3 can answer 200 and still fail the completion, with an <Error> body.
             let result = XMLElementNode.parse(response.body)
             guard response.status == 200, let result, result.name == "CompleteMultipartUploadResult" else {
@@ -297,7 +322,7 @@ public final class S3Storage: RemoteStorage {
     /// Sends one signed request; the signature is made afresh for every attempt.
     private func send(
         _ what: String, method: String, path: String, host: String? = nil, query: [(String, String)] = [],
-        headers: [(String, String)] = [], body: HTTPBody = .empty, sink: HTTPSink = .memory,
+        headers: [(String, String)] = [], body: HTTPBody = .empty, sink: HTTPSink = .memory(limit: HTTPSink.smallBodyLimit),
         payloadHash: String = SigV4Signer.emptyPayloadHash, repeatable: Bool
     ) async throws -> HTTPResponse {
         let host = host ?? bucketHost

@@ -21,10 +21,12 @@ public struct WebDAVQuota: Sendable, Equatable {
 /// A remote that is a folder on a WebDAV server.
 ///
 /// Every write goes to a temporary name beside the target and is moved into place, so a path
-/// holds either its old file or the whole new one; `list()` hides temporary names. The remote
-/// folder itself is never created: a missing one is `.notAvailable`. Safe to call from many
-/// tasks at once.
-public final class WebDAVStorage: RemoteStorage {
+/// holds either its old file or the whole new one; `list()` hides temporary names, and leaves
+/// out (with a note, see `takeListingNotes()`) hrefs on another server or outside the remote
+/// folder and a second href for the same file. The remote folder itself is never created: a
+/// missing one is `.notAvailable`. Redirects are never followed. Safe to call from many tasks
+/// at once.
+public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// The prefix of temporary files; `list()` hides them in every folder.
     public static let temporaryFilePrefix = ".backup-tmp."
 
@@ -40,6 +42,8 @@ public final class WebDAVStorage: RemoteStorage {
     private let etagSurvivesMove = Mutex<Bool?>(nil)
     /// Whether the server honours `Depth: infinity` (nil: not yet tried).
     private let infiniteDepth = Mutex<Bool?>(nil)
+    /// What listings left out since the last `takeListingNotes()`.
+    private let listingNotes = Mutex<[String]>([])
 
     /// A provider over the folder `endpoint.folder` on the server; nothing is contacted yet.
     ///
@@ -61,11 +65,11 @@ public final class WebDAVStorage: RemoteStorage {
     /// names one, else the user at the server; followed by the folder, so another account, another
     /// server or another folder is another identity.
     public func identityKey() async throws -> String? {
-        let response = try await propfind(folderURL: endpoint.folderURL, depth: "0", properties: [
+        let (response, stream) = try await propfind(folderURL: endpoint.folderURL, depth: "0", properties: [
             "<d:current-user-principal/>", "<d:resourcetype/>",
         ], what: "reading the account of \(endpoint.displayURL)")
         try checkRoot(response, what: "reading the account")
-        let entries = try parseMultistatus(response, what: "reading the account")
+        let entries = try parseMultistatus(response, stream, what: "reading the account")
         let principal = entries.first?.principal.flatMap { $0.isEmpty ? nil : $0 }
         let who = principal.map { "principal " + absoluteHref($0) }
             ?? "user \(endpoint.user ?? "(anonymous)")@\(endpoint.server)"
@@ -78,13 +82,16 @@ public final class WebDAVStorage: RemoteStorage {
     /// looks cut to one level, as some servers do silently) a walk with `Depth: 1` per folder.
     public func list() async throws -> [RemoteFile] {
         if infiniteDepth.withLock({ $0 }) != false {
-            let response = try await propfind(
+            let (response, stream) = try await propfind(
                 folderURL: endpoint.folderURL, depth: "infinity", properties: Self.fileProperties,
                 what: "listing \(endpoint.displayURL)")
             try checkRoot(response, what: "listing")
-            if response.status == 401 { throw failure(response, "listing", endpoint.displayURL) }
+            // A redirect is not a refusal of the depth: it is never followed, nor walked around.
+            if response.status == 401 || (300..<400).contains(response.status) {
+                throw failure(response, "listing", endpoint.displayURL)
+            }
             if response.status == 207 {
-                let entries = try parseMultistatus(response, what: "listing")
+                let entries = try parseMultistatus(response, stream, what: "listing", notes: true)
                 let folders = entries.filter { $0.isCollection && !$0.path.isEmpty }
                 let deepest = entries.map { $0.path.count }.max() ?? 0
                 if folders.isEmpty || deepest > 1 {
@@ -110,9 +117,11 @@ public final class WebDAVStorage: RemoteStorage {
         return try await place(path, body: .file(fd: fd, path: localPath, offset: 0, length: size))
     }
 
+    /// The file's bytes, at most `HTTPSettings.readBytesLimit` of them.
     public func readBytes(_ path: String) async throws -> Data {
         let parts = try Self.components(of: path)
-        let response = try await send("reading \(path)", method: "GET", url: fileURL(parts), repeatable: true)
+        let response = try await send("reading \(path)", method: "GET", url: fileURL(parts),
+                                      sink: .memory(limit: client.settings.readBytesLimit), repeatable: true)
         guard response.status == 200 else { throw failure(response, "reading", path) }
         return response.body
     }
@@ -141,13 +150,22 @@ public final class WebDAVStorage: RemoteStorage {
 
     /// The space the server reports for this user (RFC 4331), or nil where it reports none.
     public func quota() async throws -> WebDAVQuota? {
-        let response = try await propfind(folderURL: endpoint.folderURL, depth: "0", properties: [
+        let (response, stream) = try await propfind(folderURL: endpoint.folderURL, depth: "0", properties: [
             "<d:quota-available-bytes/>", "<d:quota-used-bytes/>",
         ], what: "reading the quota of \(endpoint.displayURL)")
         try checkRoot(response, what: "reading the quota")
-        guard let entry = try parseMultistatus(response, what: "reading the quota").first else { return nil }
+        guard let entry = try parseMultistatus(response, stream, what: "reading the quota").first else { return nil }
         if entry.quotaAvailable == nil && entry.quotaUsed == nil { return nil }
         return WebDAVQuota(available: entry.quotaAvailable, used: entry.quotaUsed)
+    }
+
+    // MARK: Listing notes
+
+    /// What listings left out since the last call, and why (an href naming another server or
+    /// a path outside the remote folder, a file listed twice), once each; a listing that left
+    /// nothing out adds nothing.
+    public func takeListingNotes() -> [String] {
+        listingNotes.withLock { notes in defer { notes.removeAll() }; return notes }
     }
 
     // MARK: Paths
@@ -307,10 +325,10 @@ public final class WebDAVStorage: RemoteStorage {
 
     /// The size and id of one file, by PROPFIND Depth 0.
     private func stat(_ parts: [String], path: String) async throws -> RemoteFile {
-        let response = try await propfind(
+        let (response, stream) = try await propfind(
             folderURL: fileURL(parts), depth: "0", properties: Self.fileProperties, what: "checking \(path)")
         guard response.status == 207 else { throw failure(response, "checking", path) }
-        guard let entry = try parseMultistatus(response, what: "checking \(path)").first(where: { !$0.isCollection })
+        guard let entry = try parseMultistatus(response, stream, what: "checking \(path)").first(where: { !$0.isCollection })
         else {
             throw CloudError(.transport, "\(endpoint.server) did not describe \(path) after writing it; run again")
         }
@@ -323,45 +341,47 @@ public final class WebDAVStorage: RemoteStorage {
         "<d:resourcetype/>", "<d:getcontentlength/>", "<d:getetag/>", "<oc:fileid/>",
     ]
 
-    /// One `<d:response>` of a multistatus.
-    private struct Entry {
-        /// Path components relative to the remote folder.
-        var path: [String]
-        var isCollection = false
-        var size: Int64 = 0
-        var remoteId: String?
-        var principal: String?
-        var quotaAvailable: Int64?
-        var quotaUsed: Int64?
-    }
-
-    private func files(in entries: [Entry]) -> [RemoteFile] {
+    /// The files among `entries`, temporaries left out; a path listed again (the same href
+    /// twice, or spelt with another percent-encoding) keeps its first entry, with a note.
+    private func files(in entries: [WebDAVEntry]) -> [RemoteFile] {
         var folders = Set<String>()
+        var seen = Set<String>()
+        var duplicates: [String] = []
         var result: [RemoteFile] = []
         for entry in entries {
+            let path = entry.path.joined(separator: "/")
             if entry.isCollection {
-                if !entry.path.isEmpty { folders.insert(entry.path.joined(separator: "/")) }
+                if !entry.path.isEmpty { folders.insert(path) }
                 continue
             }
             guard let name = entry.path.last, !name.hasPrefix(Self.temporaryFilePrefix) else { continue }
-            result.append(RemoteFile(path: entry.path.joined(separator: "/"), size: entry.size, remoteId: entry.remoteId))
+            guard seen.insert(path).inserted else {
+                duplicates.append(path)
+                continue
+            }
+            result.append(RemoteFile(path: path, size: entry.size, remoteId: entry.remoteId))
         }
         knownFolders.withLock { $0.formUnion(folders) }
+        if !duplicates.isEmpty {
+            let shown = duplicates.prefix(MultistatusStream.maxNotes).map { "left out of the listing: \($0) was listed again" }
+            let more = duplicates.count > shown.count ? ["… and \(duplicates.count - shown.count) more files listed again"] : []
+            listingNotes.withLock { $0 += shown + more }
+        }
         return result
     }
 
     /// Lists folder by folder with `Depth: 1`, a few folders at a time.
     private func walk() async throws -> [RemoteFile] {
         var pending: [[String]] = [[]]
-        var entries: [Entry] = []
+        var entries: [WebDAVEntry] = []
         while !pending.isEmpty {
             let batch = Array(pending.prefix(4))
             pending.removeFirst(batch.count)
-            let results = try await withThrowingTaskGroup(of: [Entry].self) { group in
+            let results = try await withThrowingTaskGroup(of: [WebDAVEntry].self) { group in
                 for folder in batch {
                     group.addTask { try await self.listOneLevel(folder) }
                 }
-                var all: [[Entry]] = []
+                var all: [[WebDAVEntry]] = []
                 for try await result in group { all.append(result) }
                 return all
             }
@@ -376,9 +396,9 @@ public final class WebDAVStorage: RemoteStorage {
     }
 
     /// The entries directly inside `folder` (not the folder itself).
-    private func listOneLevel(_ folder: [String]) async throws -> [Entry] {
+    private func listOneLevel(_ folder: [String]) async throws -> [WebDAVEntry] {
         let display = folder.isEmpty ? endpoint.displayURL : folder.joined(separator: "/")
-        let response = try await propfind(
+        let (response, stream) = try await propfind(
             folderURL: folderURL(folder), depth: "1", properties: Self.fileProperties, what: "listing \(display)")
         if folder.isEmpty {
             try checkRoot(response, what: "listing")
@@ -386,62 +406,77 @@ public final class WebDAVStorage: RemoteStorage {
             return []  // removed while the walk was under way
         }
         guard response.status == 207 else { throw failure(response, "listing", display) }
-        return try parseMultistatus(response, what: "listing \(display)").filter {
+        return try parseMultistatus(response, stream, what: "listing \(display)", notes: true).filter {
             $0.path.count == folder.count + 1 && $0.path.starts(with: folder)
         }
     }
 
+    /// Sends a PROPFIND whose 207 body is parsed as it arrives into the returned stream.
     private func propfind(folderURL url: String, depth: String, properties: [String], what: String) async throws
-        -> HTTPResponse
+        -> (HTTPResponse, MultistatusStream)
     {
         let body = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
             + "<d:propfind xmlns:d=\"DAV:\" xmlns:oc=\"http://owncloud.org/ns\"><d:prop>"
             + properties.joined() + "</d:prop></d:propfind>"
-        return try await send(
+        let stream = MultistatusStream(endpoint: endpoint)
+        let response = try await send(
             what, method: "PROPFIND", url: url,
             headers: [("Depth", depth), ("Content-Type", "application/xml; charset=utf-8")],
-            body: .data(Data(body.utf8)), repeatable: true)
+            body: .data(Data(body.utf8)), sink: .stream(stream), repeatable: true)
+        return (response, stream)
     }
 
     /// The entries of a 207 multistatus, paths made relative to the remote folder; entries
-    /// outside it, or whose properties all failed, are left out.
-    private func parseMultistatus(_ response: HTTPResponse, what: String) throws -> [Entry] {
+    /// on another server or outside the folder are left out (noted, where `notes`).
+    private func parseMultistatus(
+        _ response: HTTPResponse, _ stream: MultistatusStream, what: String, notes: Bool = false
+    ) throws -> [WebDAVEntry] {
         guard response.status == 207 else { throw failure(response, what, endpoint.displayURL) }
-        guard let root = XMLElementNode.parse(response.body), root.name == "multistatus" else {
-            throw CloudError(.transport, "\(endpoint.server) sent a listing that is not WebDAV XML while \(what); "
-                + "check that \(endpoint.displayURL) is a WebDAV address")
+        if notes {
+            let left = stream.notes
+            if !left.isEmpty { listingNotes.withLock { $0 += left } }
         }
-        let base = endpoint.folder
-        var entries: [Entry] = []
-        for response in root.children("response", "DAV:") {
-            guard let href = response.text(of: "href", "DAV:"), let components = Self.hrefComponents(href),
-                  components.starts(with: base)
-            else { continue }
-            var entry = Entry(path: Array(components.dropFirst(base.count)))
-            for propstat in response.children("propstat", "DAV:") {
-                let status = propstat.text(of: "status", "DAV:") ?? ""
-                guard status.contains(" 200"), let prop = propstat.child("prop", "DAV:") else { continue }
-                if prop.child("resourcetype", "DAV:")?.child("collection", "DAV:") != nil { entry.isCollection = true }
-                if let length = prop.text(of: "getcontentlength", "DAV:"), let size = Int64(length) { entry.size = size }
-                if let fileId = prop.text(of: "fileid", "http://owncloud.org/ns"), !fileId.isEmpty {
-                    entry.remoteId = fileId
-                } else if entry.remoteId == nil, let etag = prop.text(of: "getetag", "DAV:"), !etag.isEmpty {
-                    entry.remoteId = etag
-                }
-                if let principal = prop.child("current-user-principal", "DAV:")?.text(of: "href", "DAV:") {
-                    entry.principal = principal
-                }
-                if let available = prop.text(of: "quota-available-bytes", "DAV:") { entry.quotaAvailable = Int64(available) }
-                if let used = prop.text(of: "quota-used-bytes", "DAV:") { entry.quotaUsed = Int64(used) }
-            }
-            // A trailing "/" marks a collection even where resourcetype was not returned.
-            if href.hasSuffix("/") { entry.isCollection = true }
-            entries.append(entry)
-        }
-        return entries
+        return stream.entries
     }
 
-    /// The decoded path components of an href, which may be a path or a full URL.
+    /// Where an href points: a path on this server (decoded components), another server, or
+    /// nowhere this provider can name (a percent-encoding that is malformed or not UTF-8).
+    enum HrefLocation: Equatable {
+        case path([String])
+        case otherServer
+        case undecodable
+    }
+
+    /// Where `href` (a path, or a full URL) points, seen from `endpoint`'s server.
+    static func hrefLocation(_ href: String, on endpoint: WebDAVEndpoint) -> HrefLocation {
+        var path = Substring(href)
+        if let schemeEnd = path.range(of: "://") {
+            let scheme = path[..<schemeEnd.lowerBound].lowercased()
+            let afterScheme = path[schemeEnd.upperBound...]
+            let authority = afterScheme[..<(afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex)]
+            path = afterScheme[authority.endIndex...]
+            // host[:port], the port defaulting by scheme; credentials in an href are not ours either.
+            let secure = scheme == "https"
+            guard scheme == "http" || secure, secure == endpoint.secure, !authority.contains("@") else { return .otherServer }
+            var host = Substring(authority), port = secure ? 443 : 80
+            if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]"), let number = Int(authority[authority.index(after: colon)...]) {
+                host = authority[..<colon]
+                port = number
+            }
+            guard host.lowercased() == endpoint.host.lowercased(), port == (endpoint.port ?? (secure ? 443 : 80)) else {
+                return .otherServer
+            }
+        }
+        var parts: [String] = []
+        for raw in path.split(separator: "/") {
+            guard let part = percentDecoded(raw) else { return .undecodable }
+            if part == "." { continue }
+            parts.append(part)
+        }
+        return .path(parts)
+    }
+
+    /// The decoded path components of an href, which may be a path or a full URL on any server.
     static func hrefComponents(_ href: String) -> [String]? {
         var path = Substring(href)
         if let schemeEnd = path.range(of: "://") {
@@ -450,11 +485,31 @@ public final class WebDAVStorage: RemoteStorage {
         }
         var parts: [String] = []
         for raw in path.split(separator: "/") {
-            guard let part = raw.removingPercentEncoding else { return nil }
+            guard let part = percentDecoded(raw) else { return nil }
             if part == "." { continue }
             parts.append(part)
         }
         return parts
+    }
+
+    /// `text` with its %XX escapes decoded (either case), or nil where one is malformed or the
+    /// bytes are not UTF-8: names are sent as the UTF-8 of their String form, so a listing
+    /// gives that form back.
+    private static func percentDecoded(_ text: Substring) -> String? {
+        guard text.contains("%") else { return String(text) }
+        var bytes: [UInt8] = []
+        var utf8 = text.utf8[...]
+        while let byte = utf8.popFirst() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            let digits = Array(utf8.prefix(2))
+            guard digits.count == 2, digits.allSatisfy({ UInt8(ascii: "0")...UInt8(ascii: "9") ~= $0
+                || UInt8(ascii: "a")...UInt8(ascii: "f") ~= $0 || UInt8(ascii: "A")...UInt8(ascii: "F") ~= $0 }),
+                let value = UInt8(String(decoding: digits, as: UTF8.self), radix: 16)
+            else { return nil }
+            bytes.append(value)
+            utf8 = utf8.dropFirst(2)
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     // MARK: Requests and errors
@@ -463,7 +518,7 @@ public final class WebDAVStorage: RemoteStorage {
     /// a 401 where the app can.
     private func send(
         _ what: String, method: String, url: String, headers: [(String, String)] = [], body: HTTPBody = .empty,
-        sink: HTTPSink = .memory, repeatable: Bool
+        sink: HTTPSink = .memory(limit: HTTPSink.smallBodyLimit), repeatable: Bool
     ) async throws -> HTTPResponse {
         var reloaded = false
         while true {
@@ -513,6 +568,10 @@ public final class WebDAVStorage: RemoteStorage {
                 + "check that \(endpoint.user ?? "the user") may read and write \(endpoint.displayURL)")
         case 404:
             return CloudError(.notFound, "\(path) does not exist on \(endpoint.displayURL) (while \(operation) it)")
+        case 300..<400:
+            let target = response.header("location").map { " to \($0)" } ?? ""
+            return CloudError(.transport, "\(server) answered with a redirect (HTTP \(response.status))\(target) while "
+                + "\(operation) \(path); redirects are not followed: put the address it points to in the remote URL")
         case 507:
             return CloudError(.storageFull, "\(server) has no space left for this account (HTTP 507) while "
                 + "\(operation) \(path); free some space on it or raise the quota, then run again")
@@ -524,12 +583,24 @@ public final class WebDAVStorage: RemoteStorage {
     }
 }
 
-// MARK: Local files shared by the HTTP providers
+// MARK: Shared by the HTTP providers
+
+/// A provider whose `list()` can leave entries out for a reason the person should hear (an
+/// href naming another server, a key listed twice). The notes wait in the provider until
+/// taken, so `list()` and every caller of it stay as they are; a front end that wants them
+/// asks `(storage as? ListingNotesReporting)?.takeListingNotes()` after a listing.
+public protocol ListingNotesReporting: AnyObject, Sendable {
+    /// What listings left out since the last call, and why; each note is returned once.
+    func takeListingNotes() -> [String]
+}
 
 /// Opens a regular local file for upload and returns it with its size; the caller closes it.
+///
+/// `localPath` is in `FileName`'s String form: a name that is not UTF-8 (or holds the escape
+/// character) is opened by the bytes it stands for, never by its escaped spelling.
 func openLocalSource(_ localPath: String) throws -> (fd: Int32, size: Int64) {
     // O_NONBLOCK so that a FIFO given by mistake is refused below instead of hanging the open.
-    let fd = open(localPath, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    let fd = FileName.withCString(localPath) { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
     guard fd >= 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
     var status = stat()
     guard fstat(fd, &status) == 0 else {

@@ -197,6 +197,38 @@ final class HTTPTests: XCTestCase {
 
     // MARK: Helpers
 
+    func testAnErrorBodyIsKeptOnlyUpTo64KiB() async throws {
+        let proxy = try FaultProxy(upstreamPort: nil)
+        proxy.add("*", .status(400, body: String(repeating: "e", count: 1 << 20)))
+        let response = try await makeClient(proxy).send("testing", repeatable: false) { request(proxy) }
+        XCTAssertEqual(response.status, 400)
+        XCTAssertEqual(response.body.count, 64 << 10, "a 1 MiB error body, kept for its message")
+    }
+
+    func testAStreamedBodyIsFedInChunksAndItsRefusalIsTransport() async throws {
+        let proxy = try FaultProxy(upstreamPort: nil)
+        proxy.add("*", .propfindEntries(count: 3000, padding: 100, prefix: "/f"))
+        let stream = MultistatusStream(endpoint: WebDAVEndpoint(secure: false, host: "127.0.0.1", port: proxy.port, folder: ["f"]))
+        let response = try await makeClient(proxy).send("testing", repeatable: false) {
+            HTTPRequest(method: "PROPFIND", url: proxy.address + "/f/", sink: .stream(stream))
+        }
+        XCTAssertEqual(response.status, 207)
+        XCTAssertEqual(response.body.count, 0, "nothing of a streamed body is kept")
+        XCTAssertEqual(stream.entries.count, 3001, "the folder and its files")
+        XCTAssertEqual(stream.entries.last?.remoteId, "\"e2999\"")
+
+        proxy.add("*", .status(200, body: "<html><body>a login page</body></html>"))
+        do {
+            _ = try await makeClient(proxy).send("listing f", repeatable: false) {
+                HTTPRequest(method: "PROPFIND", url: proxy.address + "/f/", sink: .stream(stream))
+            }
+            XCTFail("an HTML page was taken for a multistatus")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("listing f") && error.message.contains("not WebDAV XML"), error.message)
+        }
+    }
+
     private func makeClient(_ proxy: FaultProxy) -> HTTPClient {
         var settings = HTTPSettings()
         settings.backoff = 0.05

@@ -119,6 +119,24 @@ final class S3StorageTests: XCTestCase {
         XCTAssertEqual(Set(listed.map(\.path)).count, 1100)
     }
 
+    func testAKeyRepeatedOnALaterPageIsListedOnceWithANote() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        func page(_ keys: [String], next: String?) -> String {
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                + keys.enumerated().map { "<Contents><Key>\($0.element)</Key><Size>\($0.offset + 1)</Size><ETag>&quot;\($0.element)&quot;</ETag></Contents>" }.joined()
+                + "<IsTruncated>\(next != nil)</IsTruncated>" + (next.map { "<NextContinuationToken>\($0)</NextContinuationToken>" } ?? "")
+                + "</ListBucketResult>"
+        }
+        proxy.add("GET", path: "list-type=2", .status(200, body: page(["a.txt", "b.txt"], next: "t1")))
+        proxy.add("GET", path: "list-type=2", .status(200, body: page(["b.txt", "c.txt"], next: nil)))
+        let storage = try remote.storage(through: proxy)
+        let listed = try await storage.list()
+        XCTAssertEqual(listed.map(\.path), ["a.txt", "b.txt", "c.txt"])
+        XCTAssertEqual(listed.map(\.size), [1, 2, 2], "the first b.txt is kept")
+        XCTAssertEqual(storage.takeListingNotes(), ["left out of the listing: b.txt was listed again"])
+    }
+
     func testRemoteIdOfAWriteMatchesTheListing() async throws {
         let remote = try makeRemote()
         let storage = try remote.storage()
@@ -326,6 +344,11 @@ final class S3StorageTests: XCTestCase {
         XCTAssertEqual(first.uploaded, ["big.bin", SyncEngine.defaultMarkerPath])
         guard case .completed(let second) = try await engine.sync(snapshot) else { return XCTFail("second run") }
         XCTAssertEqual(second.uploaded, [], "a multipart object's id must match its listing")
+    }
+
+    func testNamesNotUTF8OrHoldingTheEscapeRoundTripByteExactly() async throws {
+        let remote = try makeRemote()
+        try await awkwardNamesRoundTrip(try remote.storage(prefix: ["laptop"]), scratch: remote.scratch)
     }
 
     // MARK: Factory

@@ -131,6 +131,152 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(listed.map(\.path), ["kept.txt"])
     }
 
+    func testATwentyThousandFileBackupListsAndSyncsASecondTime() async throws {
+        // rclone answers Depth: infinity for 20,000 files with ~17 MB of XML: past the 10 MB that
+        // XMLParser(data:) (libxml2 in one chunk) accepts, so this listing used to be refused.
+        // The files are made on the server's disk: uploading 20,000 would take a minute.
+        let remote = try makeRemote()
+        let count = 20_000
+        var entries: [SyncEntry] = []
+        entries.reserveCapacity(count)
+        let root = remote.served + "/" + remote.folder
+        for index in 0..<count {
+            let folder = "Documents/Projects and archives/project \(index / 1000)/sources of module \(index / 100 % 10)"
+            let path = folder + "/a file with a name as long as in a real home folder \(index).txt"
+            if index % 100 == 0 {
+                try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
+            }
+            let size = index % 7
+            let fd = open(root + "/" + path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            XCTAssertGreaterThanOrEqual(fd, 0)
+            XCTAssertEqual(write(fd, "tiny..", size), size)
+            close(fd)
+            entries.append(SyncEntry(path: path, size: Int64(size), hash: nil, source: .file(remote.scratch + "/unused")))
+        }
+        try await Task.sleep(nanoseconds: UInt64(RcloneServer.directoryCacheTime * 2e9))
+        let engine = SyncEngine(storage: remote.storage, state: try StateStore(path: remote.scratch + "/state.db"))
+        let snapshot = SyncSnapshot(entries: entries, marker: Data("twenty thousand".utf8))
+        for run in 1...2 {
+            let started = Date()
+            let outcome = try await engine.sync(snapshot)
+            guard case .completed(let report) = outcome else { return XCTFail("run \(run): \(outcome)") }
+            XCTAssertEqual(report.uploaded, run == 1 ? [SyncEngine.defaultMarkerPath] : [], "run \(run)")
+            XCTAssertEqual(report.unchanged, count, "run \(run)")
+            print("20,000-file sync run \(run): \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+        }
+    }
+
+    func testAHugeListingIsParsedAsAStreamInBoundedMemory() async throws {
+        // 20,000 entries of ~5 KB each: a 100 MB multistatus, streamed by the proxy as it is
+        // generated, listed by a process of its own whose peak RSS is read before it exits.
+        let proxy = try FaultProxy(upstreamPort: nil)
+        let folder = "huge"
+        proxy.add("PROPFIND", .propfindEntries(count: 20_000, padding: 5_000, prefix: "/" + folder))
+        let helper = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("BackupListHelper").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: helper)
+        process.arguments = ["webdav", "127.0.0.1", String(proxy.port), "someone", folder]
+        process.environment = ["BACKUP_TEST_PASSWORD": "secret"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        process.waitUntilExit()
+        print("huge listing: \(text)")
+        XCTAssertEqual(process.terminationStatus, 0, text)
+        XCTAssertTrue(text.hasPrefix("files=20000 "), text)
+        let peak = text.split(separator: " ").first { $0.hasPrefix("peak_rss_kib=") }.flatMap { Int($0.dropFirst(13)) }
+        // The body alone is 100 MB; the listing itself (20,000 short paths) is a few MB. Parsed
+        // whole (XMLParser over the body in memory), the peak was 462 MB and the listing failed.
+        XCTAssertLessThan(peak ?? .max, 80 << 10, "peak RSS in KiB, for a 100 MB listing")
+    }
+
+    func testHrefsOnAnotherServerOrOutsideTheFolderAndRepeatedHrefsAreLeftOutWithNotes() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let f = "/" + remote.folder
+        func response(_ href: String, size: Int = 1) -> String {
+            "<d:response><d:href>\(href)</d:href><d:propstat><d:prop><d:getcontentlength>\(size)</d:getcontentlength>"
+                + "</d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>"
+        }
+        let hrefs = [
+            f + "/ok.txt", "http://elsewhere.example\(f)/other-host.txt", "http://127.0.0.1:1\(f)/other-port.txt",
+            "/another-folder/outside.txt", f + "/d%C3%BCp.txt", f + "/d%c3%bcp.txt", f + "/ok.txt",
+            "http://127.0.0.1:\(proxy.port)\(f)/absolute%20here.txt",
+        ]
+        let body = "<?xml version=\"1.0\"?><d:multistatus xmlns:d=\"DAV:\">" + response(f + "/")
+            + hrefs.enumerated().map { response($0.element, size: $0.offset) }.joined() + "</d:multistatus>"
+        proxy.add("PROPFIND", .status(207, headers: ["Content-Type": "application/xml"], body: body))
+        let storage = remote.storage(through: proxy)
+        let listed = try await storage.list()
+        XCTAssertEqual(listed.map(\.path), ["ok.txt", "düp.txt", "absolute here.txt"])
+        XCTAssertEqual(listed.map(\.size), [0, 4, 7], "the first of two entries for one path is kept")
+        let notes = storage.takeListingNotes()
+        XCTAssertEqual(notes.count, 5, "\(notes)")
+        for expected in ["other-host.txt", "other-port.txt", "outside.txt", "düp.txt was listed again", "ok.txt was listed again"] {
+            XCTAssertTrue(notes.contains { $0.contains(expected) }, "no note about \(expected): \(notes)")
+        }
+        XCTAssertEqual(storage.takeListingNotes(), [], "notes are handed over once")
+    }
+
+    func testADTDInAListingIsRefusedAndItsEntitiesAreNeverExpanded() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let laughs = (1...9).map { "<!ENTITY l\($0) \"" + String(repeating: "&l\($0 - 1);", count: 10) + "\">" }.joined()
+        let body = "<?xml version=\"1.0\"?><!DOCTYPE d:multistatus [<!ENTITY l0 \"lol\">\(laughs)"
+            + "<!ENTITY name \"planted.txt\">]><d:multistatus xmlns:d=\"DAV:\"><d:response><d:href>/\(remote.folder)/&name;"
+            + "</d:href><d:propstat><d:prop><d:getcontentlength>&l9;</d:getcontentlength></d:prop>"
+            + "<d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>"
+        proxy.add("PROPFIND", times: 10, .status(207, body: body))
+        do {
+            let listed = try await remote.storage(through: proxy).list()
+            XCTFail("a listing with a DTD was read: \(listed)")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("DTD") && error.message.contains("127.0.0.1:\(proxy.port)"), error.message)
+        }
+    }
+
+    func testRedirectsOnGETAndPROPFINDAreErrorsAndNeverFollowed() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("here.txt", Data("here".utf8))
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let storage = remote.storage(through: proxy)
+        for (method, status) in [("GET", 302), ("PROPFIND", 301)] {
+            proxy.clear()
+            proxy.add(method, .status(status, headers: ["Location": "http://127.0.0.1:\(proxy.port)/elsewhere/"]))
+            do {
+                if method == "GET" { _ = try await storage.readBytes("here.txt") } else { _ = try await storage.list() }
+                XCTFail("\(method) answered \(status) and yet succeeded")
+            } catch let error as CloudError {
+                XCTAssertEqual(error.kind, .transport)
+                XCTAssertTrue(error.message.contains("HTTP \(status)") && error.message.contains("/elsewhere/"), error.message)
+            }
+            XCTAssertEqual(proxy.log().map(\.method), [method], "nothing after the redirect")
+        }
+    }
+
+    func testBodiesInMemoryAreCappedAndAnOverflowIsTransportNamingTheServer() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("big.bin", Data(count: 5000))
+        var settings = HTTPSettings()
+        settings.readBytesLimit = 4096
+        let storage = WebDAVStorage(endpoint: remote.endpoint(), password: remote.server.secret, settings: settings)
+        do {
+            _ = try await storage.readBytes("big.bin")
+            XCTFail("a body past the caller's limit was read")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("127.0.0.1:\(remote.server.port)") && error.message.contains("reading big.bin")
+                && error.message.contains("4096"), error.message)
+        }
+        _ = try await remote.storage.writeBytes("fits.bin", Data(count: 4096))
+        let fits = try await storage.readBytes("fits.bin")
+        XCTAssertEqual(fits.count, 4096, "a body of exactly the limit is read")
+    }
+
     func testRemoteIdOfAWriteMatchesTheListingAndChangesWithTheContent() async throws {
         let remote = try makeRemote()
         let first = try await remote.storage.writeBytes("v.txt", Data("one".utf8))
@@ -432,6 +578,11 @@ final class WebDAVStorageTests: XCTestCase {
         try await engineRoundTrip(remote.storage, scratch: remote.scratch)
     }
 
+    func testNamesNotUTF8OrHoldingTheEscapeRoundTripByteExactly() async throws {
+        let remote = try makeRemote()
+        try await awkwardNamesRoundTrip(remote.storage, scratch: remote.scratch)
+    }
+
     // MARK: Factory
 
     func testMakeStorageBuildsAWorkingWebDAVProvider() async throws {
@@ -568,6 +719,81 @@ func engineRoundTrip(_ storage: any RemoteStorage, scratch: String, file: Static
         try await storage.downloadFile(path, toPath: local)
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: local)) == data, "\(path) differs", file: file, line: line)
     }
+}
+
+/// Names a provider can only carry under `FileName`'s String form: not UTF-8 (Latin-1 "café",
+/// 0xFF 0xFE, a folder named by an invalid byte) or holding the escape character itself
+/// (alone, doubled, and spelling an escape it is not). The engine uploads them from local
+/// files with those raw names, a second run uploads nothing, the listing gives the String
+/// forms back, and each downloads into a file whose raw name and bytes are the original's.
+func awkwardNamesRoundTrip(_ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath,
+                           line: UInt = #line) async throws {
+    let escape = "\u{201B}"
+    let rawNames: [[UInt8]] = [
+        Array("caf".utf8) + [0xE9] + Array(".txt".utf8),
+        [0xFF, 0xFE],
+        Array("quote \(escape) inside".utf8),
+        Array("lit\(escape)FF and \(escape)\(escape)".utf8),
+        Array("d".utf8) + [0xFF] + Array("/in \(escape) folder".utf8),
+    ]
+    func rawOpen(_ path: String, _ flags: Int32) -> Int32 { FileName.withCString(path) { open($0, flags, 0o644) } }
+    let tree = scratch + "/tree", restored = scratch + "/restored"
+    var entries: [SyncEntry] = []
+    var contents: [String: Data] = [:]
+    for (index, raw) in rawNames.enumerated() {
+        let path = FileName.string(fromBytes: raw)
+        XCTAssertTrue(FileName.isEscaped(path), "\(path) needs the codec", file: file, line: line)
+        let data = Data("content \(index) of \(path)".utf8)
+        contents[path] = data
+        for root in [tree, restored] {
+            let parts = path.split(separator: "/").map(String.init)
+            var folder = root
+            for part in [""] + parts.dropLast() {
+                folder += part.isEmpty ? "" : "/" + part
+                _ = FileName.withCString(folder) { mkdir($0, 0o755) }
+            }
+        }
+        let fd = rawOpen(tree + "/" + path, O_WRONLY | O_CREAT | O_TRUNC)
+        XCTAssertGreaterThanOrEqual(fd, 0, file: file, line: line)
+        data.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        entries.append(SyncEntry(path: path, size: Int64(data.count), hash: try SHA256Hasher.hexOfFile(atPath: tree + "/" + path),
+                                 source: .file(tree + "/" + path)))
+    }
+    let engine = SyncEngine(storage: storage, state: try StateStore(path: scratch + "/names-state.db"))
+    let snapshot = SyncSnapshot(entries: entries, marker: Data("names".utf8))
+    guard case .completed(let first) = try await engine.sync(snapshot) else {
+        return XCTFail("the first run did not complete", file: file, line: line)
+    }
+    XCTAssertEqual(first.sourceFailures.map(\.message), [], "files left behind", file: file, line: line)
+    XCTAssertEqual(Set(first.uploaded), Set(contents.keys).union([SyncEngine.defaultMarkerPath]), file: file, line: line)
+    guard case .completed(let second) = try await engine.sync(snapshot) else {
+        return XCTFail("the second run did not complete", file: file, line: line)
+    }
+    XCTAssertEqual(second.uploaded, [], "the listing did not give the names back as sent", file: file, line: line)
+
+    let listed = try await storage.list()
+    XCTAssertEqual(Set(listed.map(\.path)), Set(contents.keys).union([SyncEngine.defaultMarkerPath]), file: file, line: line)
+    for (path, data) in contents {
+        let fd = rawOpen(restored + "/" + path, O_RDWR | O_CREAT | O_EXCL)
+        XCTAssertGreaterThanOrEqual(fd, 0, file: file, line: line)
+        defer { close(fd) }
+        try await storage.downloadFile(path, into: fd, expectedSize: Int64(data.count), onBytes: { _ in })
+        var back = [UInt8](repeating: 0, count: data.count + 1)
+        XCTAssertEqual(pread(fd, &back, back.count, 0), data.count, "\(path): size on disk", file: file, line: line)
+        XCTAssertEqual(Data(back.prefix(data.count)), data, "\(path): bytes on disk", file: file, line: line)
+    }
+    // The names on disk are the original bytes, not their escaped spelling.
+    var found = Set<[UInt8]>()
+    if let dir = opendir(restored) {
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if name != Array(".".utf8) && name != Array("..".utf8) { found.insert(name) }
+        }
+        closedir(dir)
+    }
+    let tops = Set(rawNames.map { Array($0.prefix { $0 != UInt8(ascii: "/") }) })
+    XCTAssertEqual(found, tops, file: file, line: line)
 }
 
 /// A thread-safe call counter for credential callbacks.

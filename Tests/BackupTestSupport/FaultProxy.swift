@@ -22,6 +22,9 @@ public final class FaultProxy: @unchecked Sendable {
         case cutRequest(afterBytes: Int)
         /// Forward, but break the connection after `bytes` of the response.
         case cutResponse(afterBytes: Int)
+        /// Answer a 207 multistatus of `count` files under the path `prefix`, each carrying
+        /// `padding` bytes of a dead property, generated and streamed as it goes.
+        case propfindEntries(count: Int, padding: Int, prefix: String)
     }
 
     /// One request as the proxy saw it.
@@ -95,6 +98,11 @@ public final class FaultProxy: @unchecked Sendable {
         case .cutResponse(let bytes):
             command["action"] = "cut_response"
             command["after"] = bytes
+        case .propfindEntries(let count, let padding, let prefix):
+            command["action"] = "propfind_entries"
+            command["count"] = count
+            command["padding"] = padding
+            command["prefix"] = prefix
         }
         _ = exchange(command)
     }

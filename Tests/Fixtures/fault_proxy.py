@@ -9,7 +9,9 @@ Control is line-based JSON on stdin, one JSON answer per line on stdout (after a
 "PORT <n>"):
   {"cmd": "add", "method": "PUT", "path": "substring", "times": 2, "action": "status",
    "status": 429, "headers": {"Retry-After": "1"}, "body": "..."}
-  actions: status, drop, stall (seconds), cut_request (after bytes), cut_response (after bytes)
+  actions: status, drop, stall (seconds), cut_request (after bytes), cut_response (after bytes),
+  propfind_entries (a 207 multistatus streamed as it is generated: "count" files under
+  "prefix", each with "padding" bytes of a dead property; no Content-Length)
   {"cmd": "log"}    -> {"log": [{"method": ..., "path": ..., "action": ...}, ...]}
   {"cmd": "clear"}  -> removes the rules and the log
 Listens on 127.0.0.1 only.
@@ -97,6 +99,30 @@ class Handler(socketserver.BaseRequestHandler):
             continue_if_expected()
             read_body()
             time.sleep(float(rule.get("seconds", 3600)))
+            return
+        if action == "propfind_entries":
+            if length:
+                continue_if_expected()
+                read_body()
+            prefix = rule.get("prefix", "/").rstrip("/")
+            pad = "p" * int(rule.get("padding", 0))
+            client.sendall(b"HTTP/1.1 207 Multi-Status\r\nContent-Type: application/xml; charset=utf-8\r\n"
+                           b"Connection: close\r\n\r\n")
+            client.sendall((f'<?xml version="1.0" encoding="UTF-8"?><D:multistatus xmlns:D="DAV:">'
+                            f'<D:response><D:href>{prefix}/</D:href><D:propstat><D:prop><D:resourcetype>'
+                            f'<D:collection/></D:resourcetype></D:prop><D:status>HTTP/1.1 200 OK</D:status>'
+                            f'</D:propstat></D:response>').encode())
+            batch = []
+            for index in range(int(rule.get("count", 0))):
+                batch.append(f'<D:response><D:href>{prefix}/big/file-{index:07d}.txt</D:href><D:propstat><D:prop>'
+                             f'<D:resourcetype/><D:getcontentlength>{index % 100}</D:getcontentlength>'
+                             f'<D:getetag>&quot;e{index}&quot;</D:getetag><X:pad xmlns:X="urn:x">{pad}</X:pad>'
+                             f'</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>')
+                if len(batch) == 200:
+                    client.sendall("".join(batch).encode())
+                    batch = []
+            client.sendall(("".join(batch) + "</D:multistatus>").encode())
+            client.shutdown(socket.SHUT_WR)
             return
         if action in ("status", "none"):
             if length:

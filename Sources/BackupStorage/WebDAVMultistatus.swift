@@ -1,0 +1,214 @@
+// The WebDAV multistatus (RFC 4918 §13) read as a stream: each `<response>` becomes one entry
+// as its closing tag arrives, with only the fields the provider uses (href, resourcetype
+// collection, getcontentlength, getetag, oc:fileid, current-user-principal, RFC 4331 quota).
+// Memory is the entries themselves plus one href's text; a listing of any size never sits
+// in memory as a body or a tree. Hrefs naming another server or a path outside the remote
+// folder are left out with a note.
+
+import BackupEngine
+import Foundation
+
+/// One `<d:response>` of a multistatus, its path made relative to the remote folder.
+struct WebDAVEntry: Sendable {
+    /// Path components relative to the remote folder.
+    var path: [String]
+    var isCollection = false
+    var size: Int64 = 0
+    var remoteId: String?
+    var principal: String?
+    var quotaAvailable: Int64?
+    var quotaUsed: Int64?
+}
+
+/// Gathers the entries of a 207 body as libcurl delivers it.
+final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
+    // @unchecked: one transfer uses it at a time. The HTTP thread calls reset/consume/finish
+    // while the transfer runs; the sending task reads `entries` and `notes` only after the
+    // transfer's continuation resumed, which orders those accesses after the last write.
+
+    /// The longest text kept for one field (an href, an ETag).
+    static let maxFieldText = 64 << 10
+    /// Notes kept per listing; more are counted.
+    static let maxNotes = 50
+
+    private let base: [String]
+    private let server: WebDAVEndpoint
+    private var tokenizer = XMLTokenizer()
+    private var handler: Handler
+
+    init(endpoint: WebDAVEndpoint) {
+        base = endpoint.folder
+        server = endpoint
+        handler = Handler(base: endpoint.folder, server: endpoint)
+    }
+
+    /// The entries, in the order the server sent them.
+    var entries: [WebDAVEntry] { handler.entries }
+    /// What was left out, and why, for the person to read.
+    var notes: [String] {
+        handler.notes + (handler.notesDropped > 0 ? ["… and \(handler.notesDropped) more entries left out"] : [])
+    }
+
+    func reset() {
+        tokenizer = XMLTokenizer()
+        handler = Handler(base: base, server: server)
+    }
+
+    func consume(_ bytes: UnsafeRawBufferPointer) throws {
+        try tokenizer.feed(bytes, &handler)
+    }
+
+    func finish() throws {
+        try tokenizer.finish()
+    }
+
+    // MARK: The handler
+
+    private struct Handler: XMLStreamHandler {
+        enum Field { case contentLength, etag, fileId, quotaAvailable, quotaUsed }
+        enum Slot: Equatable {
+            case multistatus, response, href, propstat, status, prop, resourcetype, principal, principalHref
+            case field(Field)
+            case ignored
+        }
+
+        let base: [String]
+        let server: WebDAVEndpoint
+        var entries: [WebDAVEntry] = []
+        var notes: [String] = []
+        var notesDropped = 0
+
+        private var slots: [Slot] = []
+        private var text: [UInt8] = []
+        private var href: String?
+        private var response = WebDAVEntry(path: [])
+        /// The properties of the propstat being read; kept only if its status is 200.
+        private var found = WebDAVEntry(path: [])
+        private var foundSize: Int64?
+        private var foundETag: String?
+        private var foundFileId: String?
+        private var statusOK = false
+
+        init(base: [String], server: WebDAVEndpoint) {
+            self.base = base
+            self.server = server
+        }
+
+        mutating func startElement(namespace: String, name: String) throws {
+            let dav = namespace == "DAV:"
+            let slot: Slot
+            switch slots.last {
+            case nil:
+                guard dav && name == "multistatus" else {
+                    throw XMLStreamError(reason: "it is not WebDAV XML: the root element is <\(name)> in "
+                        + "\(namespace.isEmpty ? "no namespace" : namespace), not DAV: multistatus")
+                }
+                slot = .multistatus
+            case .multistatus?:
+                slot = dav && name == "response" ? .response : .ignored
+                if slot == .response {
+                    href = nil
+                    response = WebDAVEntry(path: [])
+                }
+            case .response?:
+                if dav && name == "href" {
+                    slot = .href
+                } else if dav && name == "propstat" {
+                    slot = .propstat
+                    found = WebDAVEntry(path: [])
+                    (foundSize, foundETag, foundFileId, statusOK) = (nil, nil, nil, false)
+                } else {
+                    slot = .ignored
+                }
+            case .propstat?:
+                slot = dav && name == "prop" ? .prop : dav && name == "status" ? .status : .ignored
+            case .prop?:
+                switch (namespace, name) {
+                case ("DAV:", "resourcetype"): slot = .resourcetype
+                case ("DAV:", "getcontentlength"): slot = .field(.contentLength)
+                case ("DAV:", "getetag"): slot = .field(.etag)
+                case ("DAV:", "quota-available-bytes"): slot = .field(.quotaAvailable)
+                case ("DAV:", "quota-used-bytes"): slot = .field(.quotaUsed)
+                case ("DAV:", "current-user-principal"): slot = .principal
+                case ("http://owncloud.org/ns", "fileid"): slot = .field(.fileId)
+                default: slot = .ignored
+                }
+            case .resourcetype?:
+                if dav && name == "collection" { found.isCollection = true }
+                slot = .ignored
+            case .principal?:
+                slot = dav && name == "href" ? .principalHref : .ignored
+            default:
+                slot = .ignored
+            }
+            text.removeAll(keepingCapacity: true)
+            slots.append(slot)
+        }
+
+        mutating func text(_ bytes: UnsafeRawBufferPointer) throws {
+            switch slots.last {
+            case .href?, .status?, .principalHref?, .field?:
+                guard bytes.count <= MultistatusStream.maxFieldText - text.count else {
+                    throw XMLStreamError(reason: "the text of one element is longer than "
+                        + "\(MultistatusStream.maxFieldText >> 10) KiB")
+                }
+                text.append(contentsOf: bytes)
+            default:
+                break
+            }
+        }
+
+        mutating func endElement() throws {
+            guard let slot = slots.popLast() else { return }
+            let value = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            switch slot {
+            case .href: href = value
+            case .status: statusOK = value.contains(" 200")
+            case .principalHref: found.principal = value
+            case .field(.contentLength): foundSize = Int64(value)
+            case .field(.etag): foundETag = value.isEmpty ? nil : value
+            case .field(.fileId): foundFileId = value.isEmpty ? nil : value
+            case .field(.quotaAvailable): found.quotaAvailable = Int64(value)
+            case .field(.quotaUsed): found.quotaUsed = Int64(value)
+            case .propstat where statusOK:
+                if found.isCollection { response.isCollection = true }
+                if let foundSize { response.size = foundSize }
+                // The oc:fileid where the server has one (it survives a MOVE), else the ETag.
+                if let foundFileId {
+                    response.remoteId = foundFileId
+                } else if response.remoteId == nil, let foundETag {
+                    response.remoteId = foundETag
+                }
+                if let principal = found.principal { response.principal = principal }
+                if let available = found.quotaAvailable { response.quotaAvailable = available }
+                if let used = found.quotaUsed { response.quotaUsed = used }
+            case .response:
+                finishResponse()
+            default:
+                break
+            }
+        }
+
+        private mutating func finishResponse() {
+            guard let href else { return note("a response without an href") }
+            switch WebDAVStorage.hrefLocation(href, on: server) {
+            case .otherServer:
+                note("\(href): it names another server than \(server.server)")
+            case .undecodable:
+                note("\(href): its percent-encoding is not UTF-8 or is malformed")
+            case .path(let components):
+                guard components.starts(with: base) else {
+                    return note("\(href): it is outside the remote folder /\(base.joined(separator: "/"))")
+                }
+                response.path = Array(components.dropFirst(base.count))
+                // A trailing "/" marks a collection even where resourcetype was not returned.
+                if href.hasSuffix("/") { response.isCollection = true }
+                entries.append(response)
+            }
+        }
+
+        private mutating func note(_ text: String) {
+            if notes.count < MultistatusStream.maxNotes { notes.append("left out of the listing: " + text) } else { notesDropped += 1 }
+        }
+    }
+}
