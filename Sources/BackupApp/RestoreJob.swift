@@ -141,9 +141,11 @@ extension BackupApp {
                 try target.prepare()
                 try Self.checkFreeSpace(target, needs: try record.files().filter { $0.status == .pending }.compactMap(\.file.size))
                 outcome = try await engine.resume(resetAttempts: request.resetAttempts, placement: placement, onProgress: progress)
+                Self.reportListingNotes(remote.storage, events)
             } else {
                 events(.phase("listing"))
                 let probe = await Probe(storage: storage, availability: gate).run()
+                Self.reportListingNotes(remote.storage, events)
                 guard case .found(let marker, let source, let files) = probe else {
                     summary.result = .probe(probe)
                     return summary
@@ -184,6 +186,13 @@ extension BackupApp {
         } catch {
             throw AppError.from(error)
         }
+    }
+
+    /// Tells what the provider's listings left out (an href naming another server, a path
+    /// listed twice), as notes.
+    static func reportListingNotes(_ storage: any RemoteStorage, _ events: JobEvents) {
+        guard let reporting = storage as? any ListingNotesReporting else { return }
+        for note in reporting.takeListingNotes() { events(.note(path: "", message: note)) }
     }
 
     /// The command that continues the recorded restore.

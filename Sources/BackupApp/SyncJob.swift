@@ -124,6 +124,7 @@ extension BackupApp {
             if request.dryRun {
                 events(.phase("listing"))
                 summary.result = .previewed(try await engine.preview(snapshot))
+                Self.reportListingNotes(remote.storage, events)
                 return summary
             }
             if consentGiven && availability == .available { try state.setMeta(BackupApp.consentKey, remoteURL) }
@@ -133,6 +134,7 @@ extension BackupApp {
                 events(.syncProgress(done: done, total: total, bytes: sent, current: current))
             }
             summary.result = .ran(outcome)
+            Self.reportListingNotes(remote.storage, events)
             return summary
         } catch let error as ScanError {
             throw AppError(error.kind == .ignoreFileInvalid ? .usage : .failure, error.message)

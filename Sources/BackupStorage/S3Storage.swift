@@ -126,8 +126,10 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             for object in root.children("Contents") {
                 guard let key = object.text(of: "Key"), key.hasPrefix(keyPrefix) else { continue }
                 let path = String(key.dropFirst(keyPrefix.count))
-                // Folder placeholders ("a/") and keys no local path can take are not files here.
-                guard (try? RelativePath.components(of: path)) != nil else { continue }
+                // Folder placeholders ("a/") are not files. Any other key is listed as it is, even
+                // one no local path can take ("../x", "‛2E‛2E/x"): restore refuses it by name
+                // (exit status 5) rather than never hearing of it.
+                guard !path.isEmpty, !path.hasSuffix("/") else { continue }
                 let size = object.text(of: "Size").flatMap { Int64($0) } ?? 0
                 // A key on two pages (a server's paging slipped): the first is kept.
                 guard seen.insert(path).inserted else {
