@@ -33,7 +33,8 @@ enum InitCommand {
             }
         }
         let saved = try app.initProfile(profile, replace: command.flag("force"))
-        output.summary("profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)\nnext: `backup sync --profile \(saved.name) --yes` for the first backup")
+        output.summary("profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)",
+                       "next: `backup sync --profile \(saved.name) --yes` for the first backup")
         return .success
     }
 }
