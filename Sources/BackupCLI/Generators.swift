@@ -340,8 +340,10 @@ enum Manual {
             file `--config` names. It holds one section per profile, like rclone's: a `[name]` header, then \
             `key = value` lines; lines starting with `#` or `;` are comments. Profile and group names are \
             letters, digits, `-`, `_` and `.`. `backup init` writes the file with mode 0600 and keeps the \
-            other sections, comments included, as they were. A mistake in it names the file, the line and \
-            the key, and exits with status 2 before anything is touched.
+            other sections, comments included, as they were; it refuses a value holding a control character \
+            (a line break, a tab, an escape), which would write a line of its own. Lines may end in LF or \
+            CRLF. A mistake in it (a NUL byte too) names the file, the line and the key, and exits with \
+            status 2 before anything is touched.
             """)
         var keys: [(head: String, body: String)] = [
             ("Cm source", "The folder to back up (required). Regular files are backed up; symbolic links are never followed, and FIFOs, sockets and devices are skipped with a note."),
