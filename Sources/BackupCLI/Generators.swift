@@ -428,7 +428,12 @@ enum Manual {
         page.macro("Sh CREDENTIALS")
         page.paragraphs("""
             Credentials never go on the command line, and never appear in messages, logs or JSON output. \
-            A folder remote needs none.
+            A folder remote needs none. A server that echoes a credential back in an error has it masked \
+            as `***` in every form it may take: as is, percent-encoded, in base64 as HTTP Basic sends it, \
+            JSON- or XML-escaped. Names and messages that come from a remote (file names, group names, a \
+            server's error text) are shown on a terminal with control and bidi characters as visible \
+            escapes (`\\x1b`, `\\n`, `\\u{202E}`), so they cannot clear the screen, write the clipboard or \
+            start a line of their own; JSON output carries them exactly.
 
             WebDAV: the user comes from the remote URL (`webdavs://alice@host/path`), else from the profile's \
             `user` key; the password from the environment variable `BACKUP_PASSWORD`, else from the profile's \
