@@ -11,6 +11,7 @@
 //     group.papers = taxes/
 //     group.papers.required = yes
 
+import BackupTree
 import Foundation
 
 /// A group of files restored together (and a marker entry).
@@ -124,6 +125,15 @@ public struct Config: Sendable, Equatable {
         func error(_ line: Int, _ message: String) -> AppError {
             .usage("\(path):\(line): \(message)")
         }
+        /// A pattern checked here, where its line is known (the jobs compile them again).
+        func pattern(_ value: String, _ key: String, _ line: Int, _ profile: Profile) throws(AppError) -> String {
+            do {
+                _ = try PatternList([value])
+            } catch let failure {
+                throw error(line, "key \"\(key)\" in [\(profile.name)]: \(failure.description)")
+            }
+            return value
+        }
         func finish() throws(AppError) {
             guard var profile = current else { return }
             if profile.source.isEmpty {
@@ -171,9 +181,9 @@ public struct Config: Sendable, Equatable {
             case "remote":
                 guard profile.remote.isEmpty else { throw error(number, "key \"remote\" is set twice in [\(profile.name)]") }
                 profile.remote = value
-            case "exclude": profile.excludes.append(value)
-            case "size_compared": profile.sizeCompared.append(value)
-            case "keep_remotely": profile.keepRemotely.append(value)
+            case "exclude": profile.excludes.append(try pattern(value, key, number, profile))
+            case "size_compared": profile.sizeCompared.append(try pattern(value, key, number, profile))
+            case "keep_remotely": profile.keepRemotely.append(try pattern(value, key, number, profile))
             case _ where key.hasPrefix("group."):
                 let rest = String(key.dropFirst("group.".count))
                 if rest.hasSuffix(".required") {
@@ -186,7 +196,8 @@ public struct Config: Sendable, Equatable {
                     guard Profile.isValidName(rest) else {
                         throw error(number, "\"\(rest)\" in key \"\(key)\" is not a valid group name: use letters, digits, \"-\", \"_\" and \".\"")
                     }
-                    profile.setGroup(rest) { $0.patterns.append(value) }
+                    let checked = try pattern(value, key, number, profile)
+                    profile.setGroup(rest) { $0.patterns.append(checked) }
                 }
             case _ where Profile.providerKeys.contains(key):
                 guard profile.settings[key] == nil else { throw error(number, "key \"\(key)\" is set twice in [\(profile.name)]") }

@@ -73,6 +73,10 @@ final class ConfigTests: XCTestCase {
             ("# c\n[a]\nremote = /b\n", 2),
             ("[a]\nsource = /a\n", 1),
             ("[a]\nsource = /a\nremote = /b\nexclude = x\u{0}\n", 4),
+            ("[a]\nsource = /a\nremote = /b\n\nexclude = [a-\n", 5),
+            ("[a]\nsource = /a\nremote = /b\nsize_compared = a//b\n", 4),
+            ("[a]\nsource = /a\nremote = /b\nkeep_remotely = x\\\n", 4),
+            ("[a]\nsource = /a\nremote = /b\ngroup.g = [z-a]\n", 4),
         ]
         for (text, line) in cases {
             XCTAssertThrowsError(try Config.parse(text, path: "/home/a/.config/backup/config"), text.debugDescription) { error in
