@@ -1,6 +1,8 @@
 // The config file: INI sections, one per profile, like rclone's. Parsing keeps line numbers
 // so every error names the file, the line and the key; writing replaces one profile's
-// section and leaves the rest of the file as it was, with mode 0600.
+// section and leaves the rest of the file as it was, with mode 0600. Lines end in LF or CRLF;
+// a NUL byte is refused, and no value is written that holds a control character (a line
+// break in a value would write a line of its own: another key, a password_command).
 //
 //     [default]
 //     source = /home/alice/Documents
@@ -9,6 +11,7 @@
 //     group.papers = taxes/
 //     group.papers.required = yes
 
+import BackupTree
 import Foundation
 
 /// A group of files restored together (and a marker entry).
@@ -89,9 +92,28 @@ public struct Config: Sendable, Equatable {
             throw .usage("cannot read the config file \(path): check its permissions")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw .usage("the config file \(path) is not UTF-8 text")
+            let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            let bad = lines.firstIndex { String(data: Data($0), encoding: .utf8) == nil } ?? 0
+            throw .usage("\(path):\(bad + 1): the config file is not UTF-8 text; save it as UTF-8")
         }
         return try parse(text, path: path)
+    }
+
+    /// The lines of config text, split at LF (a CRLF is one Character to Swift, so splitting
+    /// Characters at "\n" would read a CRLF file as one line), each as written, CR included.
+    static func rawLines(_ text: String) -> [String] {
+        text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { String(String.UnicodeScalarView($0)) }
+    }
+
+    /// A raw line without the CR of a CRLF ending, trimmed of spaces and tabs.
+    static func content(_ raw: String) -> String {
+        (raw.unicodeScalars.last == "\r" ? String(raw.unicodeScalars.dropLast()) : raw).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// Whether `value` holds a C0 control (a tab or line break too), DEL or a C1 control:
+    /// none may be written into the config file.
+    public static func holdsControlCharacter(_ value: String) -> Bool {
+        value.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
     }
 
     /// Parses config text; errors name `path`, the line and the key.
@@ -102,6 +124,15 @@ public struct Config: Sendable, Equatable {
         var sectionLine = 0
         func error(_ line: Int, _ message: String) -> AppError {
             .usage("\(path):\(line): \(message)")
+        }
+        /// A pattern checked here, where its line is known (the jobs compile them again).
+        func pattern(_ value: String, _ key: String, _ line: Int, _ profile: Profile) throws(AppError) -> String {
+            do {
+                _ = try PatternList([value])
+            } catch let failure {
+                throw error(line, "key \"\(key)\" in [\(profile.name)]: \(failure.description)")
+            }
+            return value
         }
         func finish() throws(AppError) {
             guard var profile = current else { return }
@@ -115,9 +146,12 @@ public struct Config: Sendable, Equatable {
             profiles.append(profile)
             current = nil
         }
-        for (offset, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (offset, raw) in rawLines(text).enumerated() {
             let number = offset + 1
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = content(raw)
+            if raw.unicodeScalars.contains("\u{0}") {
+                throw error(number, "the line holds a NUL byte: the config file must be text; remove it")
+            }
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") {
                 guard line.hasSuffix("]"), line.count > 2 else { throw error(number, "a section header must look like [profile-name]") }
@@ -147,9 +181,9 @@ public struct Config: Sendable, Equatable {
             case "remote":
                 guard profile.remote.isEmpty else { throw error(number, "key \"remote\" is set twice in [\(profile.name)]") }
                 profile.remote = value
-            case "exclude": profile.excludes.append(value)
-            case "size_compared": profile.sizeCompared.append(value)
-            case "keep_remotely": profile.keepRemotely.append(value)
+            case "exclude": profile.excludes.append(try pattern(value, key, number, profile))
+            case "size_compared": profile.sizeCompared.append(try pattern(value, key, number, profile))
+            case "keep_remotely": profile.keepRemotely.append(try pattern(value, key, number, profile))
             case _ where key.hasPrefix("group."):
                 let rest = String(key.dropFirst("group.".count))
                 if rest.hasSuffix(".required") {
@@ -162,7 +196,8 @@ public struct Config: Sendable, Equatable {
                     guard Profile.isValidName(rest) else {
                         throw error(number, "\"\(rest)\" in key \"\(key)\" is not a valid group name: use letters, digits, \"-\", \"_\" and \".\"")
                     }
-                    profile.setGroup(rest) { $0.patterns.append(value) }
+                    let checked = try pattern(value, key, number, profile)
+                    profile.setGroup(rest) { $0.patterns.append(checked) }
                 }
             case _ where Profile.providerKeys.contains(key):
                 guard profile.settings[key] == nil else { throw error(number, "key \"\(key)\" is set twice in [\(profile.name)]") }
@@ -191,20 +226,25 @@ public struct Config: Sendable, Equatable {
     /// Adds or replaces `profile` and writes the file (mode 0600, folder 0700), keeping the
     /// other sections, comments included, as they were.
     public mutating func save(_ profile: Profile) throws(AppError) {
+        let section = profile.lines()
+        if let bad = section.first(where: Config.holdsControlCharacter) {
+            throw .usage("cannot write \"\(TerminalText.visible(bad))\" to \(path): a config value cannot hold a control "
+                + "character (a line break, a tab, an escape); nothing was written")
+        }
         var kept: [String] = []
         if let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) {
             var skipping = false
-            for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
-                let line = raw.trimmingCharacters(in: .whitespaces)
+            for raw in Config.rawLines(text) {
+                let line = Config.content(raw)
                 if line.hasPrefix("[") && line.hasSuffix("]") {
                     skipping = String(line.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces) == profile.name
                 }
-                if !skipping { kept.append(String(raw)) }
+                if !skipping { kept.append(raw) }
             }
         }
-        while let last = kept.last, last.trimmingCharacters(in: .whitespaces).isEmpty { kept.removeLast() }
+        while let last = kept.last, Config.content(last).isEmpty { kept.removeLast() }
         if kept.isEmpty { kept = ["# backup configuration: one [section] per profile; see backup(1)."] }
-        let text = (kept + [""] + profile.lines()).joined(separator: "\n") + "\n"
+        let text = (kept + [""] + section).joined(separator: "\n") + "\n"
         try writePrivately(text)
         if let index = profiles.firstIndex(where: { $0.name == profile.name }) {
             profiles[index] = profile

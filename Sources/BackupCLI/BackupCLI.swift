@@ -28,11 +28,11 @@ public enum BackupCLI {
         do {
             let command = try Parser.parse(arguments)
             if command.flag("version") {
-                output.summary("backup \(CommandTree.version)")
+                output.document("backup \(CommandTree.version)")
                 return .success
             }
             if command.flag("help") {
-                output.summary(Help.text(for: command.path))
+                output.document(Help.text(for: command.path))
                 return .success
             }
             let app = BackupApp(configPath: command.value("config"))
@@ -43,13 +43,13 @@ public enum BackupCLI {
             }
             switch name {
             case "generate-manual":
-                output.summary(Generators.manual())
+                output.document(Generators.manual())
                 return .success
             case "generate-completions":
                 guard let shell = command.arguments.first, let script = Generators.completions(shell) else {
                     throw AppError(.usage, "generate-completions needs bash, zsh or fish")
                 }
-                output.summary(script)
+                output.document(script)
                 return .success
             case "tui":
                 throw AppError(.usage, "the full-screen interface needs a terminal on standard input and output")

@@ -340,8 +340,10 @@ enum Manual {
             file `--config` names. It holds one section per profile, like rclone's: a `[name]` header, then \
             `key = value` lines; lines starting with `#` or `;` are comments. Profile and group names are \
             letters, digits, `-`, `_` and `.`. `backup init` writes the file with mode 0600 and keeps the \
-            other sections, comments included, as they were. A mistake in it names the file, the line and \
-            the key, and exits with status 2 before anything is touched.
+            other sections, comments included, as they were; it refuses a value holding a control character \
+            (a line break, a tab, an escape), which would write a line of its own. Lines may end in LF or \
+            CRLF. A mistake in it (a NUL byte too) names the file, the line and the key, and exits with \
+            status 2 before anything is touched.
             """)
         var keys: [(head: String, body: String)] = [
             ("Cm source", "The folder to back up (required). Regular files are backed up; symbolic links are never followed, and FIFOs, sockets and devices are skipped with a note."),
@@ -426,7 +428,12 @@ enum Manual {
         page.macro("Sh CREDENTIALS")
         page.paragraphs("""
             Credentials never go on the command line, and never appear in messages, logs or JSON output. \
-            A folder remote needs none.
+            A folder remote needs none. A server that echoes a credential back in an error has it masked \
+            as `***` in every form it may take: as is, percent-encoded, in base64 as HTTP Basic sends it, \
+            JSON- or XML-escaped. Names and messages that come from a remote (file names, group names, a \
+            server's error text) are shown on a terminal with control and bidi characters as visible \
+            escapes (`\\x1b`, `\\n`, `\\u{202E}`), so they cannot clear the screen, write the clipboard or \
+            start a line of their own; JSON output carries them exactly.
 
             WebDAV: the user comes from the remote URL (`webdavs://alice@host/path`), else from the profile's \
             `user` key; the password from the environment variable `BACKUP_PASSWORD`, else from the profile's \

@@ -1,7 +1,9 @@
 // What the scripted mode prints. Human: a progress line on stderr, redrawn in place on a
 // terminal (at most ten times a second) and printed plainly at most once a second
 // elsewhere, then a summary. JSON: one object per line on stdout, each with an "event" key;
-// paths that are not UTF-8 get a base64 twin field.
+// paths that are not UTF-8 get a base64 twin field. Every text line passes through
+// `TerminalText.visible` on its way out, so a remote's names and messages cannot drive the
+// terminal; JSON keeps every string exact (its escapes carry control characters).
 
 import BackupApp
 import BackupEngine
@@ -85,6 +87,7 @@ final class Output: Sendable {
 
     private func progress(_ text: String, force: Bool) {
         guard due(force: force) else { return }
+        let text = TerminalText.visible(text)
         if terminal {
             let width = 120
             let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
@@ -95,17 +98,28 @@ final class Output: Sendable {
         }
     }
 
-    /// A line on stderr, clearing a progress line first.
+    /// A line on stderr, clearing a progress line first; a control character in it (a line
+    /// break too) is shown as an escape.
     func line(_ text: String) {
         let drawn = state.withLock { state in
             defer { state.drawn = false }
             return state.drawn
         }
-        FileHandle.standardError.write(Data(((drawn ? "\r\u{1B}[K" : "") + text + "\n").utf8))
+        FileHandle.standardError.write(Data(((drawn ? "\r\u{1B}[K" : "") + TerminalText.visible(text) + "\n").utf8))
     }
 
-    /// The summary on stdout (human mode).
-    func summary(_ text: String) {
+    /// The summary on stdout (human mode), one line per argument: a control character inside
+    /// a line (a line break too, as in a file name) is shown as an escape, never acted on.
+    func summary(_ lines: String...) {
+        summary(lines: lines)
+    }
+
+    func summary(lines: [String]) {
+        document(TerminalText.visible(lines: lines))
+    }
+
+    /// Text the program wrote itself (help, the man page, completion scripts), printed as is.
+    func document(_ text: String) {
         let drawn = state.withLock { state in
             defer { state.drawn = false }
             return state.drawn
@@ -118,7 +132,24 @@ final class Output: Sendable {
 
     func emit(_ object: [String: Any]) {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        FileHandle.standardOutput.write(Data(Self.asciiControls(String(decoding: data, as: UTF8.self)).utf8) + Data("\n".utf8))
+    }
+
+    /// JSON text with DEL, C1 and bidi controls (which JSON may carry raw) as `\uXXXX`
+    /// escapes: the same strings to a parser, nothing a terminal acts on when printed. C0
+    /// controls are escaped by JSONSerialization already; these can only occur in strings.
+    static func asciiControls(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: TerminalText.needsEscape) else { return json }
+        var result = String.UnicodeScalarView()
+        for scalar in json.unicodeScalars {
+            if TerminalText.needsEscape(scalar) {
+                let hex = String(scalar.value, radix: 16)
+                result.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
+            } else {
+                result.append(scalar)
+            }
+        }
+        return String(result)
     }
 
     /// `key: path`, plus `key_base64` with the real bytes when the name is not UTF-8.

@@ -33,7 +33,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     private let endpointHost: String
     private let signer: SigV4Signer
     private let client: HTTPClient
-    private let secrets: [String]
+    private let mask: SecretMask
     private let multipartThreshold: Int64
     private let partSize: Int64
     /// What listings left out since the last `takeListingNotes()`.
@@ -79,7 +79,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
         pathStyle = options.s3PathStyle ?? (options.s3Endpoint != nil || !dnsSafe)
         signer = SigV4Signer(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey, sessionToken: sessionToken,
                              region: region, service: "s3")
-        secrets = [secretAccessKey, sessionToken].compactMap { $0 }.filter { !$0.isEmpty }
+        mask = SecretMask(secrets: [secretAccessKey, sessionToken], user: accessKeyId)
         client = HTTPClient(server: endpoint, settings: options.http)
         multipartThreshold = options.multipartThreshold
         partSize = options.multipartPartSize
@@ -345,12 +345,10 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
         }
     }
 
-    /// The error with any secret masked; the layers below never see a secret, but a server
-    /// could echo one back.
+    /// The error with any secret masked in every form (SecretMask); the layers below never
+    /// see a secret, but a server could echo one back.
     private func redacted(_ error: CloudError) -> CloudError {
-        var message = error.message
-        for secret in secrets { message = message.replacingOccurrences(of: secret, with: "***") }
-        return CloudError(error.kind, message)
+        mask.masked(error)
     }
 
     private func bucketMissing(_ what: String) -> CloudError {
@@ -358,8 +356,13 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             + "create it, or correct the remote URL, AWS_ENDPOINT_URL or AWS_REGION, then run again")
     }
 
-    /// The CloudError a final response stands for (DESIGN.md's error table, S3 column).
+    /// The CloudError a final response stands for (DESIGN.md's error table, S3 column), with
+    /// the secrets masked: every case names something the server sent.
     func failure(_ response: HTTPResponse, _ operation: String, _ path: String) -> CloudError {
+        redacted(unmaskedFailure(response, operation, path))
+    }
+
+    private func unmaskedFailure(_ response: HTTPResponse, _ operation: String, _ path: String) -> CloudError {
         let root = XMLElementNode.parse(response.body)
         let code = root?.name == "Error" ? root?.text(of: "Code") ?? "" : ""
         let detail = root?.text(of: "Message").map { ": \($0)" } ?? ""

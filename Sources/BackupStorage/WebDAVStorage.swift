@@ -549,14 +549,13 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     }
 
     /// The CloudError a final response stands for (DESIGN.md's error table, WebDAV column),
-    /// with the password masked should the server have echoed it.
+    /// with the password masked in every form should the server have echoed it (SecretMask).
     func failure(_ response: HTTPResponse, _ operation: String, _ path: String) -> CloudError {
-        let error = unmaskedFailure(response, operation, path)
-        guard let secret = password.withLock({ $0 }), !secret.isEmpty, error.message.contains(secret) else { return error }
-        return CloudError(error.kind, error.message.replacingOccurrences(of: secret, with: "***"))
+        let mask = SecretMask(secrets: [password.withLock { $0 }], user: endpoint.user)
+        return mask.masked(unmaskedFailure(response, operation, path, mask: mask))
     }
 
-    private func unmaskedFailure(_ response: HTTPResponse, _ operation: String, _ path: String) -> CloudError {
+    private func unmaskedFailure(_ response: HTTPResponse, _ operation: String, _ path: String, mask: SecretMask) -> CloudError {
         let server = endpoint.server
         switch response.status {
         case 401:
@@ -576,7 +575,8 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             return CloudError(.storageFull, "\(server) has no space left for this account (HTTP 507) while "
                 + "\(operation) \(path); free some space on it or raise the quota, then run again")
         default:
-            let excerpt = response.bodyExcerpt
+            // Masked before it is cut, so a cut cannot leave part of a secret unrecognised.
+            let excerpt = mask.masked(response.bodyExcerpt)
             return CloudError(.transport, "\(server) answered HTTP \(response.status) while \(operation) \(path)"
                 + (excerpt.isEmpty ? "" : ": \(excerpt.prefix(300))"))
         }

@@ -1,7 +1,10 @@
 // Drawing helpers every screen uses on top of a Terminal: text cut to a width, full-width
 // rows, progress bars, boxes and word-wrapped paragraphs, plus the frame around every screen
-// (title bar on the first row, key hints on the last).
+// (title bar on the first row, key hints on the last). Every text drawn passes through
+// `TerminalText.visible`: a control or bidi character (in a file name, a group name, a
+// server's message) shows as an escape such as `\x1b`, never acts on the terminal.
 
+import BackupApp
 import BackupTerminal
 
 /// A terminal seen as rows and columns to draw on.
@@ -24,7 +27,7 @@ struct Canvas {
     func text(_ text: String, row: Int, column: Int = 1, width: Int? = nil, style: Style = .normal) {
         let room = min(width ?? (columns - column), columns - column)
         guard room > 0 else { return }
-        terminal.draw(DisplayWidth.truncated(DisplayWidth.sanitized(text), to: room), row: row, column: column, style: style)
+        terminal.draw(DisplayWidth.truncated(TerminalText.visible(text), to: room), row: row, column: column, style: style)
     }
 
     /// Draws a path, cut from the front so its end (the file name) stays.
@@ -44,12 +47,12 @@ struct Canvas {
     func path(_ text: String, row: Int, column: Int, width: Int? = nil, style: Style = .normal) {
         let room = min(width ?? (columns - column), columns - column)
         guard room > 0 else { return }
-        terminal.draw(DisplayWidth.truncatedHead(DisplayWidth.sanitized(text), to: room), row: row, column: column, style: style)
+        terminal.draw(DisplayWidth.truncatedHead(TerminalText.visible(text), to: room), row: row, column: column, style: style)
     }
 
     /// Fills a whole row with `text` padded to the width.
     func fill(_ text: String, row: Int, style: Style) {
-        terminal.draw(DisplayWidth.padded(DisplayWidth.sanitized(text), to: columns), row: row, column: 0, style: style)
+        terminal.draw(DisplayWidth.padded(TerminalText.visible(text), to: columns), row: row, column: 0, style: style)
     }
 
     /// A bar of `width` cells, filled by `fraction` (0…1).
@@ -61,11 +64,12 @@ struct Canvas {
         terminal.draw(String(repeating: "░", count: width - filled), row: row, column: column + filled, style: .dim)
     }
 
-    /// Word-wraps `text` into rows from `row`, at most `maxRows`; returns the rows used.
+    /// Word-wraps `text` into rows from `row`, at most `maxRows`; returns the rows used. A line
+    /// break in `text` shows as `\n` (it may come from a server's message): no row is forged.
     @discardableResult
     func paragraph(_ text: String, row: Int, column: Int = 1, width: Int? = nil, maxRows: Int = .max, style: Style = .normal) -> Int {
         let room = min(width ?? (columns - column - 1), columns - column)
-        let lines = Self.wrap(text, width: room)
+        let lines = Self.wrap(TerminalText.visible(text), width: room)
         let shown = lines.prefix(maxRows)
         for (offset, line) in shown.enumerated() {
             var line = line
@@ -79,7 +83,7 @@ struct Canvas {
     func box(top: Int, left: Int, height: Int, width: Int, title: String, style: Style = .accent) {
         guard height >= 2, width >= 4 else { return }
         let inner = width - 2
-        let label = DisplayWidth.truncated(" \(title) ", to: max(inner - 2, 0))
+        let label = DisplayWidth.truncated(" \(TerminalText.visible(title)) ", to: max(inner - 2, 0))
         let rest = max(inner - 1 - DisplayWidth.of(label), 0)
         terminal.draw("┌─" + label + String(repeating: "─", count: rest) + "┐", row: top, column: left, style: style)
         for row in top + 1..<top + height - 1 {

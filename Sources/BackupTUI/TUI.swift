@@ -47,7 +47,7 @@ public enum TUI {
         do {
             terminal = try CursesTerminal()
         } catch {
-            FileHandle.standardError.write(Data("backup: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("backup: \(TerminalText.visible(String(describing: error)))\n".utf8))
             return nil
         }
         defer { terminal.close() }

@@ -122,4 +122,26 @@ final class RestoreScreenTests: XCTestCase {
         XCTAssertTrue(text.contains("The remote holds no files: there is nothing to"), text)
         XCTAssertEqual(f.context.lastStatus, .unavailable)
     }
+
+    func testAHostileGroupAndFileNameAreDrawnAsVisibleEscapes() async throws {
+        let group = "evil\u{1B}[2J"
+        let name = "evil/x\u{1B}]52;c;cHduZWQ=\u{07}\n\u{202E}gnp.exe"
+        let plan = [recorded(name, group: group)]
+        f.restorePlan = plan
+        let screen = RestoreScreen(context: f.context, profile: profile, request: RestoreRequest(target: "/tmp/restored"))
+        let job = try XCTUnwrap(f.restores.last?.job)
+        job.receive(.phase("restoring"))
+        job.receive(.restoreProgress(RestoreProgress(filesDone: 0, filesStaged: 1, filesTotal: 1, groupsDone: 0, groupsTotal: 1), bytes: 100, current: name))
+        let asked = Task { await job.decide(offer(plan, group: group)) }
+        eventually("the prompt") { job.snapshot.offer != nil }
+        let (loop, buffer) = f.loop([screen], columns: 100, rows: 24)
+        f.press([.character("l")], loop, buffer)
+
+        XCTAssertTrue(buffer.text.contains("Place group \"evil\\x1b[2J\"?"), buffer.text)
+        XCTAssertTrue(buffer.text.contains("evil/x\\x1b]52;c;cHduZWQ=\\x07\\n\\u{202E}gnp.exe"), buffer.text)
+        XCTAssertFalse(buffer.text.contains("?[2J"), "not a bare question mark: the escape says what the byte was")
+        f.press([.character("r")], loop, buffer)
+        _ = await asked.value
+    }
 }
+

@@ -9,7 +9,7 @@ enum HoldCommand {
         case "set":
             let reason = command.arguments.first ?? "set by backup hold set"
             try app.setHold(profile, .held(reason: reason))
-            output.summary("write hold set on \"\(profile.name)\": \(reason)\nno sync writes until `backup hold clear`; a running sync stops before its next write")
+            output.summary("write hold set on \"\(profile.name)\": \(reason)", "no sync writes until `backup hold clear`; a running sync stops before its next write")
         case "clear":
             try app.setHold(profile, .none)
             output.summary("write hold cleared on \"\(profile.name)\"")

@@ -1,9 +1,16 @@
-// `backup init`: writes a profile.
+// `backup init`: writes a profile. A value with a control character in it is refused before
+// anything is read or written: a line break would write a config line of its own.
 
 import BackupApp
 
 enum InitCommand {
     static func run(_ command: ParsedCommand, app: BackupApp, profileName: String, output: Output) throws(AppError) -> ExitStatus {
+        for option in ["profile", "source", "remote", "group", "exclude"] {
+            for value in command.all(option) where Config.holdsControlCharacter(value) {
+                throw AppError(.usage, "--\(option) \"\(TerminalText.visible(value))\": a value written to the config file cannot "
+                    + "hold a control character (a line break, a tab, an escape); nothing was written")
+            }
+        }
         guard let source = command.value("source") else { throw AppError(.usage, "backup init needs --source DIR; see `backup init --help`") }
         guard let remote = command.value("remote") else { throw AppError(.usage, "backup init needs --remote URL; see `backup init --help`") }
         guard Profile.isValidName(profileName) else {
@@ -33,7 +40,8 @@ enum InitCommand {
             }
         }
         let saved = try app.initProfile(profile, replace: command.flag("force"))
-        output.summary("profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)\nnext: `backup sync --profile \(saved.name) --yes` for the first backup")
+        output.summary("profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)",
+                       "next: `backup sync --profile \(saved.name) --yes` for the first backup")
         return .success
     }
 }

@@ -25,54 +25,54 @@ enum RestoreCommand {
         if !summary.refused.isEmpty { result.merge(Output.pathList("refused", summary.refused.map(\.remotePath))) { a, _ in a } }
         if !summary.pending.isEmpty { result.merge(Output.pathList("pending_paths", summary.pending)) { a, _ in a } }
         let resumeHint = "run `backup restore --resume` to continue"
-        var text: String
+        var lines: [String]
         switch summary.result {
         case .restored(.completed):
             result["status"] = summary.refused.isEmpty ? "completed" : "partial"
-            text = "restored \(summary.placed) file(s) into \(summary.target)"
-            if !summary.refused.isEmpty { text += "\n\(summary.refused.count) remote path(s) were refused and not restored (they would land outside the target)" }
+            lines = ["restored \(summary.placed) file(s) into \(summary.target)"]
+            if !summary.refused.isEmpty { lines.append("\(summary.refused.count) remote path(s) were refused and not restored (they would land outside the target)") }
         case .restored(.partial(let pending)):
             result["status"] = "partial"
-            text = "restore incomplete: \(summary.placed) placed, \(pending.count) pending; \(resumeHint)"
+            lines = ["restore incomplete: \(summary.placed) placed, \(pending.count) pending; \(resumeHint)"]
         case .restored(.placementRejected(let group)):
             result["status"] = "partial"
             result["reason"] = "placementRejected"
             result["group"] = group
-            text = "the required group \"\(group)\" was not placed; \(resumeHint) (with --overwrite to replace local files that differ)"
+            lines = ["the required group \"\(group)\" was not placed; \(resumeHint) (with --overwrite to replace local files that differ)"]
         case .restored(.failed(let failure)):
             result["status"] = "failed"
             result["message"] = failure.description
             if case .cloud(let error) = failure { result["error"] = Words.key(error.kind) } else { result["error"] = "local" }
-            text = "restore failed: \(failure.description)\neverything finished is recorded; \(resumeHint)"
+            lines = ["restore failed: \(failure.description)", "everything finished is recorded; \(resumeHint)"]
         case .restored(let outcome):
             result["status"] = "unavailable"
             result["reason"] = Words.key(outcome)
-            text = Words.explain(outcome)
+            lines = [Words.explain(outcome)]
         case .probe(let probe):
             switch probe {
             case .failed(let error):
                 result["status"] = "failed"
                 result["error"] = Words.key(error.kind)
                 result["message"] = error.message
-                text = "cannot look at the remote: \(error.message)"
+                lines = ["cannot look at the remote: \(error.message)"]
             case .unavailable(let reason):
                 result["status"] = "unavailable"
                 result["reason"] = Words.key(reason)
-                text = Words.explain(reason, remote: command.value("remote") ?? profile?.remote ?? "")
+                lines = [Words.explain(reason, remote: command.value("remote") ?? profile?.remote ?? "")]
             case .none:
                 result["status"] = "unavailable"
                 result["reason"] = "none"
-                text = "the remote holds no files: there is nothing to restore"
+                lines = ["the remote holds no files: there is nothing to restore"]
             case .notReady:
                 result["status"] = "unavailable"
                 result["reason"] = "notReady"
-                text = "the remote holds files but no readable marker: a sync may be running or was interrupted; run it to completion, then restore"
+                lines = ["the remote holds files but no readable marker: a sync may be running or was interrupted; run it to completion, then restore"]
             case .found:
                 result["status"] = "failed"
-                text = "unexpected probe result"
+                lines = ["unexpected probe result"]
             }
         }
-        if output.json { output.emit(result) } else { output.summary(text) }
+        if output.json { output.emit(result) } else { output.summary(lines: lines) }
         return summary.status
     }
 }
@@ -85,7 +85,7 @@ enum LinePrompt {
         if !group.failed.isEmpty { question += ", \(group.failed.count) did not download" }
         if !offer.conflicts.isEmpty { question += ", \(offer.conflicts.count) would replace a different local file" }
         while true {
-            FileHandle.standardError.write(Data("\n\(question)\n[p]lace, [r]eject, [l]ist files? ".utf8))
+            FileHandle.standardError.write(Data("\n\(TerminalText.visible(question))\n[p]lace, [r]eject, [l]ist files? ".utf8))
             guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() else { return .rejected }
             switch answer {
             case "p", "place", "y", "yes": return .placed
@@ -93,7 +93,7 @@ enum LinePrompt {
             case "l", "list":
                 let conflicting = Set(offer.conflicts.map(\.remotePath))
                 let list = group.files.map { "  \($0.remotePath)\(conflicting.contains($0.remotePath) ? "  (replaces a different local file)" : "")" }
-                FileHandle.standardError.write(Data((list.joined(separator: "\n") + "\n").utf8))
+                FileHandle.standardError.write(Data((TerminalText.visible(lines: list) + "\n").utf8))
             default: continue
             }
         }

@@ -43,7 +43,7 @@ enum StatusCommand {
         case .ran:
             break
         }
-        if output.json { output.emit(result) } else { output.summary(lines.joined(separator: "\n")) }
+        if output.json { output.emit(result) } else { output.summary(lines: lines) }
         return .success
     }
 }

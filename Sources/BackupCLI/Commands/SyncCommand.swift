@@ -11,7 +11,7 @@ enum SyncCommand {
             if !output.json { output.line("note: \(note)") }
         }
         var result: [String: Any] = ["event": "result", "profile": profile.name, "files": summary.files, "hashed": summary.hashedFiles]
-        var text: String
+        var lines: [String]
         switch summary.result {
         case .ran(.completed(let report)):
             // Files only: the marker is the tool's own and is reported on its own.
@@ -24,37 +24,37 @@ enum SyncCommand {
             result["unchanged"] = report.unchanged
             result["delete_failures"] = report.deleteFailures.map { ["path": $0.path, "error": Words.key($0.error.kind), "message": $0.error.message] }
             result["unreadable"] = report.sourceFailures.map(\.path)
-            text = "synced \"\(profile.name)\": \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"
-            for failure in report.deleteFailures { text += "\nnot deleted (retried next run): \(failure.path): \(failure.error.message)" }
-            for failure in report.sourceFailures { text += "\nnot uploaded (retried next run): \(failure.message)" }
+            lines = ["synced \"\(profile.name)\": \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"]
+            for failure in report.deleteFailures { lines.append("not deleted (retried next run): \(failure.path): \(failure.error.message)") }
+            for failure in report.sourceFailures { lines.append("not uploaded (retried next run): \(failure.message)") }
         case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
             result["status"] = "unavailable"
             result["reason"] = Words.key(reason)
-            text = Words.explain(reason, remote: profile.remote)
+            lines = [Words.explain(reason, remote: profile.remote)]
         case .ran(.failed(let error, let report)):
             result["status"] = "failed"
             result["error"] = Words.key(error.kind)
             result["message"] = error.message
             result["uploaded"] = report.uploaded.count - (report.markerUploaded ? 1 : 0)
-            text = "sync failed after \(report.uploaded.count) upload(s): \(error.message)\nwhat was uploaded is recorded; the next run continues from there"
+            lines = ["sync failed after \(report.uploaded.count) upload(s): \(error.message)", "what was uploaded is recorded; the next run continues from there"]
         case .previewed(.failed(let error)):
             result["status"] = "failed"
             result["error"] = Words.key(error.kind)
             result["message"] = error.message
-            text = "cannot look at the remote: \(error.message)"
+            lines = ["cannot look at the remote: \(error.message)"]
         case .previewed(.wouldRun(let preview)):
             result["status"] = "completed"
             result["dry_run"] = true
             result.merge(Output.pathList("would_upload", preview.uploads.map(\.path))) { a, _ in a }
             result.merge(Output.pathList("would_delete", preview.deletes)) { a, _ in a }
             result["bytes"] = preview.uploadBytes
-            text = "dry run: \(preview.uploads.count) to upload (\(Output.bytes(preview.uploadBytes))), \(preview.deletes.count) to delete, \(preview.unchanged) unchanged; nothing was written"
-            text += preview.uploads.prefix(20).map { "\n  upload \($0.path)" }.joined()
-            if preview.uploads.count > 20 { text += "\n  … and \(preview.uploads.count - 20) more uploads" }
-            text += preview.deletes.prefix(20).map { "\n  delete \($0)" }.joined()
-            if preview.deletes.count > 20 { text += "\n  … and \(preview.deletes.count - 20) more deletes" }
+            lines = ["dry run: \(preview.uploads.count) to upload (\(Output.bytes(preview.uploadBytes))), \(preview.deletes.count) to delete, \(preview.unchanged) unchanged; nothing was written"]
+            lines += preview.uploads.prefix(20).map { "  upload \($0.path)" }
+            if preview.uploads.count > 20 { lines.append("  … and \(preview.uploads.count - 20) more uploads") }
+            lines += preview.deletes.prefix(20).map { "  delete \($0)" }
+            if preview.deletes.count > 20 { lines.append("  … and \(preview.deletes.count - 20) more deletes") }
         }
-        if output.json { output.emit(result) } else { output.summary(text) }
+        if output.json { output.emit(result) } else { output.summary(lines: lines) }
         return summary.status
     }
 }

@@ -1,6 +1,7 @@
 // The small parts screens share: a one-line text field, a yes/no question and a text
 // question drawn as boxes over a screen, and the table of restore groups with their bars.
 
+import BackupApp
 import BackupTerminal
 
 /// A one-line text field: typing appends, Backspace deletes, Ctrl-U clears.
@@ -28,7 +29,7 @@ struct TextField {
     /// `focused`, puts the cursor after the text.
     func draw(_ canvas: Canvas, row: Int, column: Int, width: Int, focused: Bool) {
         guard width > 2 else { return }
-        let shown = DisplayWidth.truncatedHead(DisplayWidth.sanitized(value), to: width - 1)
+        let shown = DisplayWidth.truncatedHead(TerminalText.visible(value), to: width - 1)
         canvas.terminal.draw(DisplayWidth.padded(shown, to: width), row: row, column: column, style: focused ? .selection : Style(.dim))
         if focused { canvas.terminal.placeCursor(row: row, column: column + DisplayWidth.of(shown)) }
     }
