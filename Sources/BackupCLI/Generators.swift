@@ -240,6 +240,7 @@ enum Manual {
         credentials(&page)
         guards(&page)
         restore(&page)
+        security(&page)
         json(&page)
         environment(&page)
         files(&page)
@@ -513,6 +514,29 @@ enum Manual {
             `backup restore --remote URL --to DIR` restores without a profile, as on a new machine (its record \
             is kept per target folder). A restore into a profile's own source seeds its sync state with every \
             file it verified, so the next `backup sync` uploads none of them again.
+            """)
+    }
+
+    static func security(_ page: inout Mdoc) {
+        page.macro("Sh SECURITY")
+        page.paragraphs("""
+            A remote may be a server someone else runs, or one whose keys have leaked: everything it says \
+            is untrusted. A restore writes only inside its target and the staging folder there, whatever \
+            the remote lists (see RESTORE AND RESUME for what is checked and refused); it reads a folder \
+            remote without writing to it. The restore record names no local path, so an edited record \
+            cannot point a restore elsewhere either. A body of another size than listed, or whose SHA-256 \
+            differs from the marker's, is never placed. WebDAV listings are read as a stream with no DTD \
+            and no entities, and every body kept in memory is capped, so a huge or hostile answer is \
+            refused within a bounded amount of memory. Redirects are never followed, and TLS certificates \
+            are always verified (`ca_file` names the certificates to trust for a self-signed server; nothing turns the check off).
+
+            Names, group names and server messages are shown with control characters escaped, and \
+            credentials are masked in every form (see CREDENTIALS). `init` refuses control characters in \
+            any value it writes, and the config parser refuses a NUL byte, so no value can add a line to \
+            the config. The config file and every state and record file are created with mode 0600.
+
+            When a check of the remote's data fails (a hash or size mismatch, a refused name, a damaged \
+            marker), the run restores everything else and ends with exit status 5, naming each file.
             """)
     }
 
