@@ -3,13 +3,9 @@
 // to answer with 429/503/507/401, drop, cut midway or stall. Stopped on deinit or stop().
 
 import Foundation
-import XCTest
 
 /// A running fault proxy and the rules the test gives it.
-public final class FaultProxy: @unchecked Sendable {
-    // @unchecked: the Process and pipes are used by one test at a time; `lock` orders the
-    // command/answer exchanges if a test sends commands from several tasks.
-
+public final class FaultProxy: Sendable {
     /// One rule: requests whose method and path match get `action` instead of the upstream's answer.
     public enum Action: Sendable {
         /// Answer with this status, headers and body.
@@ -36,43 +32,16 @@ public final class FaultProxy: @unchecked Sendable {
     }
 
     public let port: Int
-    private let process: Process
-    private let input: FileHandle
-    private let output: FileHandle
-    private let lock = NSLock()
-    private var buffered = Data()
+    private let fixture: PythonFixture
 
     /// Starts the proxy in front of `upstreamPort` on 127.0.0.1 (or as a bare fake server when
     /// nil); fails the calling test when python3 or the script is missing.
     public init(upstreamPort: Int?, file: StaticString = #filePath, line: UInt = #line) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/fault_proxy.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script] + (upstreamPort.map { ["--upstream", "127.0.0.1:\($0)"] } ?? [])
-        let stdin = Pipe(), stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = FileHandle.standardError
-        do {
-            try process.run()
-        } catch {
-            XCTFail("python3 could not start the fault proxy \(script): \(error)", file: file, line: line)
-            throw error
-        }
-        self.process = process
-        input = stdin.fileHandleForWriting
-        output = stdout.fileHandleForReading
-        let first = Self.readLine(output, &buffered)
-        guard let first, first.hasPrefix("PORT "), let port = Int(first.dropFirst(5)) else {
-            XCTFail("the fault proxy did not start (said \(String(describing: first)))", file: file, line: line)
-            process.terminate()
-            throw RcloneServer.ServerError(message: "fault proxy did not start")
-        }
-        self.port = port
+        fixture = try PythonFixture.start(script: "fault_proxy.py",
+                                          arguments: upstreamPort.map { ["--upstream", "127.0.0.1:\($0)"] } ?? [],
+                                          what: "fault proxy", file: file, line: line)
+        port = fixture.port
     }
-
-    deinit { stop() }
 
     /// "http://127.0.0.1:PORT".
     public var address: String { "http://127.0.0.1:\(port)" }
@@ -104,12 +73,12 @@ public final class FaultProxy: @unchecked Sendable {
             command["padding"] = padding
             command["prefix"] = prefix
         }
-        _ = exchange(command)
+        fixture.request(command)
     }
 
     /// Every request the proxy has seen since the start or the last `clear()`.
     public func log() -> [Entry] {
-        guard let answer = exchange(["cmd": "log"]), let entries = answer["log"] as? [[String: Any]] else { return [] }
+        guard let entries = fixture.request(["cmd": "log"])["log"] as? [[String: Any]] else { return [] }
         return entries.map {
             Entry(method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "",
                   action: $0["action"] as? String ?? "")
@@ -117,38 +86,8 @@ public final class FaultProxy: @unchecked Sendable {
     }
 
     /// Removes every rule and the log.
-    public func clear() { _ = exchange(["cmd": "clear"]) }
+    public func clear() { fixture.request(["cmd": "clear"]) }
 
     /// Stops the proxy; calling it again does nothing.
-    public func stop() {
-        if process.isRunning {
-            try? input.close()
-            process.terminate()
-        }
-        process.waitUntilExit()
-    }
-
-    // MARK: Private
-
-    private func exchange(_ command: [String: Any]) -> [String: Any]? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let data = try? JSONSerialization.data(withJSONObject: command) else { return nil }
-        input.write(data + Data("\n".utf8))
-        guard let line = Self.readLine(output, &buffered) else { return nil }
-        return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-    }
-
-    private static func readLine(_ handle: FileHandle, _ buffered: inout Data) -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffered[buffered.startIndex..<newline], as: UTF8.self)
-                buffered.removeSubrange(buffered.startIndex...newline)
-                return line
-            }
-            let chunk = handle.availableData
-            if chunk.isEmpty { return nil }
-            buffered.append(chunk)
-        }
-    }
+    public func stop() { fixture.stop() }
 }

@@ -6,7 +6,6 @@
 
 import BackupEngine
 import Foundation
-import XCTest
 
 /// A scenario for `HostileWebDAV`: what the server lists, serves and how it misbehaves.
 public struct HostileScenario: Sendable {
@@ -184,10 +183,7 @@ public struct HostileScenario: Sendable {
 }
 
 /// A running hostile WebDAV server.
-public final class HostileWebDAV: @unchecked Sendable {
-    // @unchecked: the Process and pipes are used by one test at a time; `lock` orders the
-    // command/answer exchanges.
-
+public final class HostileWebDAV: Sendable {
     /// One request as the server saw it.
     public struct Request: Sendable, Equatable {
         public let method: String
@@ -207,48 +203,18 @@ public final class HostileWebDAV: @unchecked Sendable {
     public let user: String
     /// The Basic password; give it to the binary as BACKUP_PASSWORD.
     public let password: String
-    private let process: Process
-    private let input: FileHandle
-    private let output: FileHandle
-    private let lock = NSLock()
-    private var buffered = Data()
+    private let fixture: PythonFixture
 
     /// Starts the server with `scenario`; fails the calling test when python3 or the script is missing.
     public init(_ scenario: HostileScenario = HostileScenario(), file: StaticString = #filePath, line: UInt = #line) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/hostile_webdav.py").path
         user = "user-" + RcloneServer.randomToken(6)
         password = RcloneServer.randomToken(24)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--user", user]
-        var environment = ProcessInfo.processInfo.environment
-        environment["HOSTILE_WEBDAV_PASS"] = password
-        process.environment = environment
-        let stdin = Pipe(), stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = FileHandle.standardError
-        do {
-            try process.run()
-        } catch {
-            XCTFail("python3 could not start the hostile WebDAV server \(script): \(error)", file: file, line: line)
-            throw error
-        }
-        self.process = process
-        input = stdin.fileHandleForWriting
-        output = stdout.fileHandleForReading
-        let first = Self.readLine(output, &buffered)
-        guard let first, first.hasPrefix("PORT "), let port = Int(first.dropFirst(5)) else {
-            XCTFail("the hostile WebDAV server did not start (said \(String(describing: first)))", file: file, line: line)
-            process.terminate()
-            throw RcloneServer.ServerError(message: "hostile WebDAV server did not start")
-        }
-        self.port = port
+        fixture = try PythonFixture.start(script: "hostile_webdav.py", arguments: ["--user", user],
+                                          environment: ["HOSTILE_WEBDAV_PASS": password], what: "hostile WebDAV server",
+                                          file: file, line: line)
+        port = fixture.port
         load(scenario)
     }
-
-    deinit { stop() }
 
     /// "http://127.0.0.1:PORT".
     public var address: String { "http://127.0.0.1:\(port)" }
@@ -266,12 +232,12 @@ public final class HostileWebDAV: @unchecked Sendable {
 
     /// Replaces the scenario and clears the log.
     public func load(_ scenario: HostileScenario) {
-        _ = exchange(["cmd": "scenario", "scenario": scenario.json])
+        fixture.request(["cmd": "scenario", "scenario": scenario.json])
     }
 
     /// Every request since the start or the last `load`.
     public func log() -> [Request] {
-        guard let answer = exchange(["cmd": "log"]), let entries = answer["log"] as? [[String: Any]] else { return [] }
+        guard let entries = fixture.request(["cmd": "log"])["log"] as? [[String: Any]] else { return [] }
         return entries.map {
             Request(method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "",
                     host: $0["host"] as? String ?? "", depth: $0["depth"] as? String,
@@ -282,21 +248,14 @@ public final class HostileWebDAV: @unchecked Sendable {
 
     /// Waits until a GET is being held (a `stall` entry), up to `timeout` seconds; the held paths.
     public func waitStalled(timeout: Double) -> [String] {
-        guard let answer = exchange(["cmd": "wait_stalled", "timeout": timeout]) else { return [] }
-        return answer["stalled"] as? [String] ?? []
+        fixture.request(["cmd": "wait_stalled", "timeout": timeout])["stalled"] as? [String] ?? []
     }
 
     /// Lets every held GET send its body.
-    public func release() { _ = exchange(["cmd": "release"]) }
+    public func release() { fixture.request(["cmd": "release"]) }
 
     /// Stops the server; calling it again does nothing.
-    public func stop() {
-        if process.isRunning {
-            try? input.close()
-            process.terminate()
-        }
-        process.waitUntilExit()
-    }
+    public func stop() { fixture.stop() }
 
     // MARK: Hashes
 
@@ -310,30 +269,6 @@ public final class HostileWebDAV: @unchecked Sendable {
         case .bytes(let data): sha256(data)
         case .repeated(let byte, let count) where count <= 64 << 20: sha256(Data(repeating: byte, count: count))
         case .repeated: nil
-        }
-    }
-
-    // MARK: Private
-
-    private func exchange(_ command: [String: Any]) -> [String: Any]? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let data = try? JSONSerialization.data(withJSONObject: command) else { return nil }
-        input.write(data + Data("\n".utf8))
-        guard let line = Self.readLine(output, &buffered) else { return nil }
-        return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-    }
-
-    private static func readLine(_ handle: FileHandle, _ buffered: inout Data) -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffered[buffered.startIndex..<newline], as: UTF8.self)
-                buffered.removeSubrange(buffered.startIndex...newline)
-                return line
-            }
-            let chunk = handle.availableData
-            if chunk.isEmpty { return nil }
-            buffered.append(chunk)
         }
     }
 }
