@@ -124,6 +124,22 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// Removes the entry of `path` and returns it (one transaction): what an upload that
+    /// replaces the file does first, so a process killed while the new bytes are landing
+    /// never leaves the state claiming the old ones.
+    public func take(_ path: String) throws -> StateEntry? {
+        try withDB { db in
+            var found: StateEntry?
+            try db.transaction {
+                try db.run("SELECT path, size, hash, remote_id FROM entries WHERE path = ?1", [.text(path)]) { row in
+                    found = StateEntry(path: row.text(0) ?? "", size: row.int(1), hash: row.text(2), remoteId: row.text(3))
+                }
+                if found != nil { try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
+            }
+            return found
+        }
+    }
+
     /// Forgets one deleted file (its own transaction).
     public func remove(_ path: String) throws {
         try withDB { db in try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }

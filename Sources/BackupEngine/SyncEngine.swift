@@ -325,6 +325,10 @@ public final class SyncEngine: Sendable {
             var inFlight = 0
             var stop: SyncOutcome?
             var cancelled = false
+            // Rule 8 across a kill: the state stops claiming a file's old bytes before its new
+            // ones start landing (a kill mid-upload leaves it unknown, adopted afresh next run),
+            // and gets them back if the local file could not be read after all.
+            var replaced: [String: StateEntry] = [:]
             while true {
                 while stop == nil && !cancelled && inFlight < transfers && next < entries.count {
                     do {
@@ -339,6 +343,7 @@ public final class SyncEngine: Sendable {
                     let entry = entries[next]
                     next += 1
                     inFlight += 1
+                    if let previous = try state.take(entry.path) { replaced[entry.path] = previous }
                     group.addTask {
                         do { return (entry, .success(try await self.upload(entry))) } catch { return (entry, .failure(error)) }
                     }
@@ -351,8 +356,9 @@ public final class SyncEngine: Sendable {
                     report.uploaded.append(entry.path)
                     report.uploadedBytes += file.size
                 case .failure(let error as LocalFileError):
-                    // Deleted or made unreadable since the scan: skipped, state unchanged, and
-                    // the next run picks it up again.
+                    // Deleted or made unreadable since the scan: skipped, state as it was (the
+                    // remote still holds the old bytes), and the next run picks it up again.
+                    if let previous = replaced[entry.path] { try state.put(previous) }
                     report.sourceFailures.append(error)
                 case .failure(is CancellationError):
                     cancelled = true
