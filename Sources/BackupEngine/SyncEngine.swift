@@ -111,14 +111,17 @@ public final class SyncEngine: Sendable {
 
         for path in deletes {
             if let stop = try checkBeforeWrite() { return stop }
+            // Forgotten before the delete, so a kill right after it never leaves the state
+            // claiming a file the remote no longer holds.
+            let previous = try state.take(path)
             do {
                 try await storage.delete(path)
-                try state.remove(path)
                 report.deleted.append(path)
             } catch let error as StateStoreError {
                 throw error
             } catch {
                 // Rule 8: logged in the report, retried next run (the entry stays known).
+                if let previous { try state.put(previous) }
                 report.deleteFailures.append(DeleteFailure(path: path, error: try cloudError(error)))
             }
             done += 1
