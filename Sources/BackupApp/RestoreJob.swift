@@ -64,6 +64,7 @@ public struct RestoreSummary: Sendable {
         case .restored(.failed(let failure)): return damage || failure.isDamage ? .damaged : .failure
         case .restored: return .unavailable
         case .probe(.failed): return .failure
+        case .probe(.damaged): return .damaged
         case .probe: return .unavailable
         }
     }

@@ -552,13 +552,14 @@ enum Manual {
             ("Cm note", "Something about one path: `path` and `message` (a special file skipped, a file that cannot be read)."),
             ("Cm progress", "At most ten a second, and always the last one. For a sync, `done` and `total` steps (uploads and deletes) and `bytes` sent. For a restore, `done` and `total` files placed, `staged` (downloaded and checked), `groups_done`, `groups_total` and `bytes` received."),
             ("Cm conflict", "A group was not placed because it would replace local files that differ: `group` and `paths`."),
+            ("Cm error", "One file of a restore failed this attempt: `path`, `message`, and `error`: `hashMismatch` or `sizeMismatch` (the remote's data failed a check, exit status 5), `refusedPath` (its path may not be restored), `local`, or a kind under DIAGNOSTICS."),
             ("Cm status", "The answer of `backup status`: `profile`, `source`, `remote`, `remote_files` and `remote_bytes` (what the state records), `local_files`, `symlinks_skipped`, `last_sync` (ISO 8601, or null), `hold` (its reason, or null), and what a sync would do now: `would_upload` and `would_delete`, or `would` (the reason it would not run, or `failed` with `error`)."),
             ("Cm result", "The outcome: `status` is `completed`, `partial` (a restore with files pending or a group not placed), `unavailable` (with `reason`) or `failed` (with `error` and `message`)."),
         ], width: "conflict")
         page.text("The other keys of `result`, by command:")
         page.tagList([
             ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent), `unchanged`, `delete_failures` (objects with `path`, `error` and `message`, retried next run) and `unreadable` (paths not uploaded); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too."),
-            ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine."),
+            ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine, `hashMismatch`, `sizeMismatch` or `refusedPath` when a required file failed a check, and `damaged` when the marker did."),
             ("Cm probe", "`profile`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`."),
         ], width: "restore")
         let reasons = [

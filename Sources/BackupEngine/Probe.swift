@@ -35,6 +35,9 @@ public enum ProbeOutcome: Sendable, Equatable {
     case none
     /// The remote holds files but no marker, or a marker that cannot be read yet.
     case notReady
+    /// The remote's data failed a check before it was read (a marker larger than a backup of
+    /// the listed size can need); the message says what and what to do.
+    case damaged(String)
     /// A complete backup: the marker's bytes, its reference, and every file (marker included).
     case found(marker: Data, source: SourceRef, files: [RemoteFile])
 }
@@ -81,9 +84,9 @@ public struct Probe: Sendable {
         // ours, and is not read into memory at all.
         let limit = Probe.markerSizeLimit(listedFiles: listing.count)
         if marker.size > Int64(limit) {
-            return .failed(CloudError(.transport, "the marker \(markerPath) is \(marker.size) bytes, more than a backup of "
+            return .damaged("the marker \(markerPath) is \(marker.size) bytes, more than a backup of "
                 + "\(listing.count) files can need (\(limit)); it is damaged or was not written by backup. Run `backup sync` "
-                + "from the source to write a new one"))
+                + "from the source to write a new one")
         }
         let bytes: Data
         let identity: String

@@ -68,6 +68,7 @@ public final class RestoreEngine: Sendable {
             case .none, .unavailable(.noAccount): return .sourceUnavailable
             case .unavailable: return .needsConsent
             case .notReady: return .notReady
+            case .damaged: return .sourceChanged  // not the marker this restore was pinned to
             case .failed(let error) where error.kind == .notAvailable: return .notAvailable
             case .failed(let error) where error.kind == .needsConsent: return .needsConsent
             case .failed(let error): return .failed(.cloud(error))

@@ -188,7 +188,7 @@ final class RestoreHardeningTests: XCTestCase {
         XCTAssertEqual(ftruncate(fd, 64 << 20), 0)
         close(fd)
         let (result, peak) = try f.runMeasuringPeakMemory(["restore", "--to", f.dir.path("restored")])
-        XCTAssertEqual(result.status, 1, result.stderr)
+        XCTAssertEqual(result.status, 5, result.stderr)
         XCTAssertTrue((result.stdout + result.stderr).contains("damaged or was not written by backup"), result.stdout + result.stderr)
         XCTAssertLessThan(peak, 60 << 10, "the marker was read into memory (peak \(peak) KiB)")
     }

@@ -20,6 +20,10 @@ enum ProbeCommand {
             (result["status"], result["error"], result["message"]) = ("failed", Words.key(error.kind), error.message)
             text = "cannot look at the remote: \(error.message)"
             status = .failure
+        case .damaged(let message):
+            (result["status"], result["error"], result["message"]) = ("failed", "damaged", message)
+            text = "the remote's data failed a check: \(message)"
+            status = .damaged
         case .none:
             (result["status"], result["probe"]) = ("completed", "none")
             text = "none: the remote holds no files"

@@ -42,7 +42,7 @@ enum RestoreCommand {
         case .restored(.failed(let failure)):
             result["status"] = "failed"
             result["message"] = failure.description
-            if case .cloud(let error) = failure { result["error"] = Words.key(error.kind) } else { result["error"] = "local" }
+            result["error"] = failure.key
             lines = ["restore failed: \(failure.description)", "everything finished is recorded; \(resumeHint)"]
         case .restored(let outcome):
             result["status"] = "unavailable"
@@ -55,6 +55,11 @@ enum RestoreCommand {
                 result["error"] = Words.key(error.kind)
                 result["message"] = error.message
                 lines = ["cannot look at the remote: \(error.message)"]
+            case .damaged(let message):
+                result["status"] = "failed"
+                result["error"] = "damaged"
+                result["message"] = message
+                lines = ["nothing was restored: \(message)"]
             case .unavailable(let reason):
                 result["status"] = "unavailable"
                 result["reason"] = Words.key(reason)

@@ -154,6 +154,7 @@ final class RestoreScreen: Screen {
             case .notReady: return "not ready: files but no readable marker"
             case .unavailable: return "unavailable"
             case .failed(let error): return "failed: \(error.message)"
+            case .damaged: return "damaged: the marker failed a check"
             case .found: return "found"
             }
         }
@@ -194,6 +195,7 @@ final class RestoreScreen: Screen {
                 case .unavailable(let reason):
                     return (Explanations.of(reason, remote: request.remoteURL ?? profile?.remote ?? "").what + ".", .warning)
                 case .failed(let error): return ("Cannot look at the remote: \(error.message)", .bad)
+                case .damaged(let message): return ("Nothing was restored: \(message)", .bad)
                 case .none: return ("The remote holds no files: there is nothing to restore.", .warning)
                 case .notReady:
                     return ("The remote holds files but no readable marker: a sync may be running or was interrupted; "
