@@ -19,7 +19,7 @@ public final class ChildProcess: @unchecked Sendable {
         public var signal: Int32?
         /// Killed by `wait(timeout:)` after the timeout.
         public var timedOut: Bool
-        /// Peak resident set size, in KiB (ru_maxrss).
+        /// The binary's peak resident set size, in KiB (its ru_maxrss, measured by the wrapper).
         public var maxRSSKiB: Int
         public var seconds: Double
         public var stdout: String
@@ -29,6 +29,7 @@ public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t
     public let stdoutPath: String
     public let stderrPath: String
+    private let reportPath: String
     private let started = Date()
     private var reaped: Ending?
 
@@ -44,9 +45,24 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        // Through sh for the working folder (glibc's addchdir_np is not imported); exec keeps
-        // the pid, so wait4's usage is the binary's own.
-        let command = ["/bin/sh", "-c", "cd \"$0\" || exit 127; exec \"$@\"", directory, executable] + arguments
+        // Through a fresh python3 that forks the binary and reports its peak memory. Not the
+        // spawned process's own ru_maxrss: posix_spawn starts the child in this process's
+        // memory (CLONE_VM), and exec keeps the larger of the two peaks, so a test process
+        // that has grown to 300 MiB would show 300 MiB for every child. The wrapper forks
+        // from its own few MiB, and reports RUSAGE_CHILDREN: the binary's peak alone. It
+        // leads its own process group, so a timeout kills both; it passes the exit status on
+        // (128 + the signal when one ended the binary, reported as that signal).
+        reportPath = outputFolder + "/maxrss-\(token)"
+        let script = """
+            import os, resource, subprocess, sys
+            os.setpgrp()
+            report, folder = sys.argv[1], sys.argv[2]
+            os.chdir(folder)
+            code = subprocess.run(sys.argv[3:]).returncode
+            open(report, "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+            sys.exit(code if code >= 0 else 128 - code)
+            """
+        let command = ["/usr/bin/env", "python3", "-c", script, reportPath, directory, executable] + arguments
         let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -57,7 +73,7 @@ public final class ChildProcess: @unchecked Sendable {
         let result = argv.withUnsafeBufferPointer { args in
             envp.withUnsafeBufferPointer { env -> Int32 in
                 guard let args = args.baseAddress, let env = env.baseAddress else { return EINVAL }
-                return posix_spawn(&pid, "/bin/sh", &actions, nil, args, env)
+                return posix_spawn(&pid, "/usr/bin/env", &actions, nil, args, env)
             }
         }
         guard result == 0 else {
@@ -79,14 +95,18 @@ public final class ChildProcess: @unchecked Sendable {
             if done < 0 && errno != EINTR { break }
             if !timedOut && Date() >= deadline {
                 timedOut = true
+                kill(-pid, SIGKILL)  // the wrapper's group: the binary too
                 kill(pid, SIGKILL)
             }
             usleep(5_000)
         }
-        let signal = status & 0x7f
+        var signal = status & 0x7f
+        var code = signal == 0 ? (status >> 8) & 0xff : Int32(0)
+        if signal == 0 && code > 128 { (signal, code) = (code - 128, 0) }  // the binary's own signal
+        let peak = Self.read(reportPath).trimmingCharacters(in: .whitespacesAndNewlines)
         let ending = Ending(
-            status: signal == 0 ? (status >> 8) & 0xff : nil, signal: signal == 0 ? nil : signal, timedOut: timedOut,
-            maxRSSKiB: Int(usage.ru_maxrss), seconds: Date().timeIntervalSince(started),
+            status: signal == 0 ? code : nil, signal: signal == 0 ? nil : signal, timedOut: timedOut,
+            maxRSSKiB: Int(peak) ?? Int(usage.ru_maxrss), seconds: Date().timeIntervalSince(started),
             stdout: Self.read(stdoutPath), stderr: Self.read(stderrPath))
         reaped = ending
         return ending
@@ -97,6 +117,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     deinit {
         if reaped == nil {
+            kill(-pid, SIGKILL)
             kill(pid, SIGKILL)
             _ = wait(timeout: 0)
         }
