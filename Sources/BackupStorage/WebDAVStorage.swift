@@ -228,18 +228,8 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         }
         guard let put else { throw CloudError(.transport, "writing \(path) to \(endpoint.displayURL) failed") }
 
-        let move: HTTPResponse
-        do {
-            move = try await send(
-                "moving \(path) into place", method: "MOVE", url: temporaryURL,
-                headers: [("Destination", fileURL(parts)), ("Overwrite", "T")], repeatable: true)
-        } catch {
-            await discard(temporaryURL)
-            throw error
-        }
-        guard [200, 201, 204].contains(move.status) else {
-            await discard(temporaryURL)
-            throw failure(move, "moving into place", path)
+        if let landed = try await moveIntoPlace(temporaryParts, parts, path: path, size: body.length) {
+            return landed
         }
 
         let putId = put.header("oc-fileid") ?? put.header("etag")
@@ -251,6 +241,58 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         let placed = try await stat(parts, path: path)
         etagSurvivesMove.withLock { $0 = (putId != nil && putId == placed.remoteId) }
         return RemoteFile(path: path, size: placed.size, remoteId: placed.remoteId)
+    }
+
+    /// MOVEs the temporary file onto `parts`. Returns nil when the server answered the MOVE, or
+    /// the placed file when the answer was lost but the server did it.
+    ///
+    /// A MOVE is not repeatable: sent again after the server did it, its `Overwrite: T` deletes
+    /// the file just placed and then finds no source. So after a lost answer (a dropped
+    /// connection, a stall, a 500/502/504) the provider asks first (PROPFIND Depth 0): the
+    /// temporary still there means the MOVE did not happen and it is sent again; the temporary
+    /// gone and the path holding a file of the written size means it did. Anything else
+    /// cannot be told apart from another writer's work and is Transport.
+    private func moveIntoPlace(_ temporaryParts: [String], _ parts: [String], path: String, size: Int64) async throws
+        -> RemoteFile?
+    {
+        let temporaryURL = fileURL(temporaryParts)
+        var lost = 0
+        while true {
+            let lostAnswer: CloudError
+            do {
+                let move = try await send(
+                    "moving \(path) into place", method: "MOVE", url: temporaryURL,
+                    headers: [("Destination", fileURL(parts)), ("Overwrite", "T")], repeatable: false)
+                if [200, 201, 204].contains(move.status) { return nil }
+                guard [500, 502, 504].contains(move.status) else {
+                    await discard(temporaryURL)
+                    throw failure(move, "moving into place", path)
+                }
+                lostAnswer = failure(move, "moving into place", path)
+            } catch let error as CloudError where error.kind == .transport {
+                lostAnswer = error
+            } catch {
+                await discard(temporaryURL)
+                throw error
+            }
+            lost += 1
+            let temporary = try await propfind(folderURL: temporaryURL, depth: "0", properties: ["<d:resourcetype/>"],
+                                               what: "checking whether \(path) was moved into place").0
+            if temporary.status == 207 {
+                guard lost <= client.settings.connectionRetries else {
+                    await discard(temporaryURL)
+                    throw lostAnswer
+                }
+                continue  // not moved: the temporary is still the source
+            }
+            if temporary.status == 404, let placed = try? await stat(parts, path: path), placed.size == size {
+                return placed
+            }
+            await discard(temporaryURL)
+            throw CloudError(.transport, "the answer to moving \(path) into place was lost (\(lostAnswer.message)), "
+                + "and \(endpoint.server) now holds neither the temporary file nor a file of \(size) bytes there; "
+                + "run again")
+        }
     }
 
     private func uploadTemporary(_ url: String, body: HTTPBody, path: String) async throws -> HTTPResponse {

@@ -492,6 +492,35 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(proxy.log().filter { $0.method == "GET" }.count, 3)
     }
 
+    /// Issue 11, item 1: the server did the MOVE but its answer was lost. Sending the MOVE
+    /// again (Overwrite: T) would delete the file just placed and then find no source; the
+    /// provider asks (PROPFIND Depth 0) instead, and the write stands. The proxy forwards the
+    /// first MOVE to rclone and cuts its response at byte 0.
+    func testItem01MoveWhoseResponseIsLostIsCheckedNotRepeated() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("m.txt", Data("old".utf8))
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("MOVE", .cutResponse(afterBytes: 0))
+        let written = try await remote.storage(through: proxy).writeBytes("m.txt", Data("the new one".utf8))
+        XCTAssertEqual(written.size, 11)
+        let read = try await remote.storage.readBytes("m.txt")
+        XCTAssertEqual(String(decoding: read, as: UTF8.self), "the new one")
+        XCTAssertEqual(proxy.log().filter { $0.method == "MOVE" }.count, 1, "the MOVE was sent again")
+        let listed = try await remote.storage.list()
+        XCTAssertEqual(listed.first { $0.path == "m.txt" }?.remoteId, written.remoteId)
+        try assertNoTemporaryFiles(remote)
+
+        // A MOVE whose request never reached the server (dropped before it was forwarded)
+        // is found not done (the temporary is still there) and sent again.
+        proxy.clear()
+        proxy.add("MOVE", .drop)
+        _ = try await remote.storage(through: proxy).writeBytes("m.txt", Data("third".utf8))
+        let third = try await remote.storage.readBytes("m.txt")
+        XCTAssertEqual(third, Data("third".utf8))
+        XCTAssertEqual(proxy.log().filter { $0.method == "MOVE" }.count, 2)
+        try assertNoTemporaryFiles(remote)
+    }
+
     func testConnectionDroppedEveryTimeIsTransport() async throws {
         let remote = try makeRemote()
         let proxy = try FaultProxy(upstreamPort: remote.server.port)
