@@ -60,6 +60,10 @@ public protocol RemoteStorage: Sendable {
     /// the marker, which is the commit point of a run. Providers whose writes are durable
     /// when they return need not implement it.
     func flush() async throws
+    /// Whether `recorded`, the remote id the state holds for `listed.path`, names the version
+    /// the listing shows although the two differ: true only where a provider changed the form
+    /// of its ids and can read the older form (rule 2 then keeps the state's hash).
+    func isSameVersion(recorded: String, listed: RemoteFile) -> Bool
 }
 
 /// A download whose body was not the size the listing gave: the remote's data failed a check.
@@ -94,4 +98,5 @@ extension RemoteStorage {
 
     public func prefetch(_ paths: [String]) async {}
     public func flush() async throws {}
+    public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { false }
 }

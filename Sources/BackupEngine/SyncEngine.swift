@@ -221,6 +221,14 @@ public final class SyncEngine: Sendable {
                     known.append(entry)
                     continue
                 }
+                if entry.size == file.size, let recorded = entry.remoteId, let listed = file.remoteId,
+                   storage.isSameVersion(recorded: recorded, listed: file) {
+                    var refreshed = entry  // an id of an older form: recorded afresh, hash kept
+                    refreshed.remoteId = listed
+                    adopt.append(refreshed)
+                    known.append(refreshed)
+                    continue
+                }
             }
             let adopted = StateEntry(path: file.path, size: file.size, hash: nil, remoteId: file.remoteId)
             adopt.append(adopted)

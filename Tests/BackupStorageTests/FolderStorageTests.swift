@@ -354,15 +354,62 @@ final class FolderStorageTests: XCTestCase {
         XCTAssertNotNil(LinuxCalls.syncfs, "syncfs was not found; flush fell back to sync()")
     }
 
-    func testRemoteIdIsInodeAndModificationTimeAndChangesOnRewrite() async throws {
+    /// Issue 11, item 7: on vfat/exFAT and CIFS `noserverino` every mount gives new inode
+    /// numbers. The id is `<mtime ns>:<size>`: a file put back under a new inode with the same
+    /// bytes and mtime (`cp -p`, then renamed into place) keeps its id; a rewrite changes it.
+    func testItem07RemoteIdIsModificationTimeAndSizeAndSurvivesANewInode() async throws {
         let remote = try makeRemote()
         let first = try await remote.storage.writeBytes("v.txt", Data("one".utf8))
-        var status = stat()
-        XCTAssertEqual(stat(remote.root + "/v.txt", &status), 0)
-        let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
-        XCTAssertEqual(first.remoteId, "\(status.st_ino):\(nanoseconds)")
+        var before = stat()
+        XCTAssertEqual(stat(remote.root + "/v.txt", &before), 0)
+        let nanoseconds = Int64(before.st_mtim.tv_sec) * 1_000_000_000 + Int64(before.st_mtim.tv_nsec)
+        XCTAssertEqual(first.remoteId, "\(nanoseconds):3")
+
+        // A copy with the same mtime, renamed into place: a new inode, nothing else new.
+        try Data("one".utf8).write(to: URL(fileURLWithPath: remote.root + "/copy"))
+        var times = [before.st_atim, before.st_mtim]
+        XCTAssertEqual(utimensat(AT_FDCWD, remote.root + "/copy", &times, 0), 0)
+        XCTAssertEqual(rename(remote.root + "/copy", remote.root + "/v.txt"), 0)
+        var after = stat()
+        XCTAssertEqual(stat(remote.root + "/v.txt", &after), 0)
+        XCTAssertNotEqual(after.st_ino, before.st_ino, "the copy did not get a new inode")
+        let listed = try await remote.storage.list()
+        XCTAssertEqual(listed.map(\.remoteId), [first.remoteId])
+
         let second = try await remote.storage.writeBytes("v.txt", Data("two".utf8))
         XCTAssertNotEqual(first.remoteId, second.remoteId)
+        // An id of the older form (inode:mtime) with the same mtime names the same version.
+        let old = "\(before.st_ino):\(nanoseconds)"
+        XCTAssertTrue(remote.storage.isSameVersion(recorded: old, listed: listed[0]))
+        XCTAssertFalse(remote.storage.isSameVersion(recorded: old, listed: second))
+        XCTAssertFalse(remote.storage.isSameVersion(recorded: second.remoteId ?? "", listed: listed[0]))
+    }
+
+    /// Issue 11, item 7: a state written with the older ids (`inode:mtime`) does not make the
+    /// next sync upload every file again; the ids are recorded afresh in the new form.
+    func testItem07AStateWithOlderFormIdsUploadsNothingAgain() async throws {
+        let remote = try makeRemote()
+        let state = try StateStore(path: remote.scratch + "/state.db")
+        let engine = SyncEngine(storage: remote.storage, state: state)
+        let snapshot = SyncSnapshot(entries: ["a.txt", "b/c.txt"].map {
+            SyncEntry(path: $0, size: Int64($0.utf8.count), hash: SHA256Hasher.hex(Data($0.utf8)), source: .bytes(Data($0.utf8)))
+        }, marker: Data("m".utf8))
+        guard case .completed = try await engine.sync(snapshot) else { return XCTFail("the first run did not complete") }
+        let older = try state.sortedEntries().map { entry -> StateEntry in
+            var status = stat()
+            XCTAssertEqual(stat(remote.root + "/" + entry.path, &status), 0)
+            let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+            var old = entry
+            old.remoteId = "\(status.st_ino):\(nanoseconds)"
+            return old
+        }
+        try state.reconcile(drop: [], adopt: older)
+        guard case .completed(let second) = try await engine.sync(snapshot) else { return XCTFail("the second run did not complete") }
+        XCTAssertEqual(second.uploaded, [], "older-form ids made the run upload again")
+        let listed = try await remote.storage.list()
+        let recorded = try state.sortedEntries()
+        let files = listed.filter { $0.path != SyncEngine.defaultMarkerPath }.sorted { $0.path < $1.path }
+        XCTAssertEqual(recorded.map(\.remoteId), files.map(\.remoteId), "the ids were not recorded afresh")
     }
 
     // MARK: Helpers
