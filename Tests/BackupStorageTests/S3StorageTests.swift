@@ -183,7 +183,54 @@ final class S3StorageTests: XCTestCase {
         XCTAssertEqual(listed, [])
     }
 
+    /// Issue 11, item 1 (S3): the server completed the multipart upload but its answer was
+    /// lost; the retry hears NoSuchUpload. The object is there whole, so the write stands (it
+    /// is checked by HEAD: the size, and the ETag of the parts), and nothing is aborted.
+    func testItem01CompletionWhoseAnswerIsLostStandsWhenTheObjectLanded() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("POST", path: "uploadId=", .cutResponse(afterBytes: 0))
+        let storage = try remote.storage(through: proxy, multipart: true)
+        let data = StorageContract.randomData(count: (6 << 20) + 7)
+        let source = remote.scratch + "/large.bin"
+        try data.write(to: URL(fileURLWithPath: source))
+        let written = try await storage.writeFile("large.bin", from: source)
+        XCTAssertEqual(written.size, Int64(data.count))
+        let log = proxy.log()
+        XCTAssertFalse(log.contains { $0.method == "DELETE" }, "the landed upload was aborted: \(log)")
+        let listed = try await remote.storage().list()
+        XCTAssertEqual(listed.map(\.size), [Int64(data.count)])
+        XCTAssertEqual(listed.first?.remoteId, written.remoteId)
+        try await storage.downloadFile("large.bin", toPath: remote.scratch + "/back.bin")
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/back.bin")) == data)
+    }
+
     // MARK: Identity
+
+    /// Issue 11, item 5: one failed ListBuckets (500 past the retries) is Transport, never an
+    /// identity without the owner (which reset the state and re-uploaded everything); a key
+    /// that may not call ListBuckets (403 AccessDenied every time: a bucket-scoped key) gets
+    /// one identity, the same on every run.
+    func testItem05ListBucketsFailingOnceIsTransportAndRefusedForGoodIsOneStableIdentity() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let storage = try remote.storage(through: proxy)
+        let key = try await storage.identityKey()
+        XCTAssertTrue(key?.contains(" owner ") == true, key ?? "nil")
+        proxy.add("GET", times: 3, .status(500, body: "<Error><Code>InternalError</Code><Message>try again</Message></Error>"))
+        await StorageContract.assertThrows(.transport, "ListBuckets answered 500 three times") {
+            _ = try await storage.identityKey()
+        }
+        let again = try await storage.identityKey()
+        XCTAssertEqual(again, key)
+
+        let denied = "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+        proxy.add("GET", times: 2, .status(403, body: denied))
+        let scoped = try await storage.identityKey()
+        let scopedAgain = try await storage.identityKey()
+        XCTAssertEqual(scoped, scopedAgain)
+        XCTAssertEqual(scoped, "s3 \(storage.endpoint) bucket \(remote.bucket) prefix /")
+    }
 
     func testIdentityKeepsWithRotatedKeysAndChangesWithTheBucket() async throws {
         let remote = try makeRemote()
