@@ -90,6 +90,9 @@ public final class SyncEngine: Sendable {
 
         // Rules 4 and 11: the guards, before any write.
         if let refusal = plan.refusal { return .unavailable(refusal) }
+        // What stopped runs left on the remote goes before this run writes (best effort).
+        if let stop = try checkBeforeWrite() { return stop }
+        _ = try? await storage.sweepTemporaries()
 
         let uploads = plan.uploads
         let deletes = plan.deletes

@@ -40,6 +40,12 @@ public struct FolderStorage: RemoteStorage {
     /// every write fails.
     public let readOnly: Bool
 
+    /// How old (by mtime) a temporary file must be before `sweepTemporaries()` takes it for a
+    /// stopped run's. A live writer (another machine syncing to the same disk or share) keeps
+    /// moving its temporary's mtime while it copies, so an hour without a change is a writer
+    /// that is gone; machines whose clocks are an hour apart are not expected.
+    public var staleTemporaryAge: Double = 3600
+
     /// A provider over the existing folder `root`; nothing is checked or created until first use.
     public init(root: String, durability: Durability = .batched, readOnly: Bool = false) {
         self.root = root
@@ -109,6 +115,32 @@ public struct FolderStorage: RemoteStorage {
                 files.append(RemoteFile(path: path, size: Int64(status.st_size), remoteId: Self.remoteId(status)))
             }
             return files
+        }
+    }
+
+    /// Unlinks the temporary files anywhere under the root whose mtime is `staleTemporaryAge`
+    /// or more in the past (left by a killed run); returns how many. Links are not followed.
+    public func sweepTemporaries() async throws -> Int {
+        try refuseWrite(Self.temporaryFilePrefix + "*")
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let now = Date().timeIntervalSince1970
+            var stale: [String] = []
+            try DirectoryWalker(rootPath: rootForMessages) { _, _ in false }.walk(rootFD) { path, status in
+                guard path.split(separator: "/").last?.hasPrefix(Self.temporaryFilePrefix) == true else { return }
+                let modified = Double(status.st_mtim.tv_sec) + Double(status.st_mtim.tv_nsec) / 1e9
+                if now - modified >= staleTemporaryAge { stale.append(path) }
+            }
+            var swept = 0
+            for path in stale {
+                let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+                guard let chain = try? openFolders(parts.dropLast(), under: rootFD, create: false, operation: "sweeping")
+                else { continue }
+                defer { chain.forEach { close($0) } }
+                if FileName.withCString(parts[parts.count - 1], { unlinkat(chain.last ?? rootFD, $0, 0) }) == 0 { swept += 1 }
+            }
+            return swept
         }
     }
 

@@ -36,6 +36,10 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     private let mask: SecretMask
     private let multipartThreshold: Int64
     private let partSize: Int64
+    /// How long after its start an incomplete multipart upload under the prefix is taken for a
+    /// stopped run's by `sweepTemporaries()`. A day, as AWS's usual lifecycle rule: a live
+    /// writer elsewhere may take hours over one large file, and its upload keeps its start time.
+    public let staleUploadAge: Double
     /// What listings left out since the last `takeListingNotes()`.
     private let listingNotes = Mutex<[String]>([])
 
@@ -46,8 +50,9 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// or part sizes S3 cannot take.
     public init(
         location: S3Location, accessKeyId: String, secretAccessKey: String, sessionToken: String? = nil,
-        options: ProviderOptions = ProviderOptions()
+        options: ProviderOptions = ProviderOptions(), staleUploadAge: Double = 86_400
     ) throws {
+        self.staleUploadAge = staleUploadAge
         let region = options.s3Region ?? "us-east-1"
         let endpointText = options.s3Endpoint ?? "https://s3.\(region).amazonaws.com"
         guard let schemeEnd = endpointText.range(of: "://"),
@@ -169,6 +174,53 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
         } while token != nil
         if repeated > 50 { listingNotes.withLock { $0.append("… and \(repeated - 50) more keys listed again") } }
         return files
+    }
+
+    /// Aborts the incomplete multipart uploads under the prefix (ListMultipartUploads, then
+    /// AbortMultipartUpload) started `staleUploadAge` or more before the server's time now;
+    /// their parts are billed and invisible. Returns how many were aborted.
+    public func sweepTemporaries() async throws -> Int {
+        let keyPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
+        var stale: [(key: String, uploadId: String)] = []
+        var markers: (key: String, uploadId: String)?
+        repeat {
+            var query = [("uploads", ""), ("prefix", keyPrefix)]
+            if let markers { query += [("key-marker", markers.key), ("upload-id-marker", markers.uploadId)] }
+            let response = try await send("listing the unfinished uploads in \(location.displayURL)", method: "GET",
+                                          path: bucketPath, query: query, sink: .memory(limit: Self.listPageLimit),
+                                          repeatable: true)
+            guard response.status == 200 else { throw failure(response, "listing the unfinished uploads in", location.displayURL) }
+            guard let root = XMLElementNode.parse(response.body), root.name == "ListMultipartUploadsResult" else {
+                throw CloudError(.transport, "\(endpoint) sent a list of uploads that is not S3 XML")
+            }
+            let now = response.header("date").flatMap(HTTPClient.httpDate) ?? Date()
+            for upload in root.children("Upload") {
+                guard let key = upload.text(of: "Key"), key.hasPrefix(keyPrefix), let id = upload.text(of: "UploadId"),
+                      let initiated = upload.text(of: "Initiated").flatMap(Self.isoDate),
+                      now.timeIntervalSince(initiated) >= staleUploadAge
+                else { continue }
+                stale.append((key, id))
+            }
+            markers = root.text(of: "IsTruncated") == "true"
+                ? root.text(of: "NextKeyMarker").map { ($0, root.text(of: "NextUploadIdMarker") ?? "") } : nil
+        } while markers != nil
+        var aborted = 0
+        for upload in stale {
+            let path = (pathStyle ? "/" + location.bucket : "") + "/" + SigV4Signer.uriEncode(upload.key, keepSlash: true)
+            let response = try await send("aborting an unfinished upload of \(upload.key)", method: "DELETE", path: path,
+                                          query: [("uploadId", upload.uploadId)], repeatable: true)
+            if [200, 204].contains(response.status) { aborted += 1 }
+        }
+        return aborted
+    }
+
+    /// An S3 timestamp ("2026-12-01T12:00:00.000Z", with or without the fraction).
+    private static func isoDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
     }
 
     /// What listings left out since the last call, and why (a key listed twice), once each.

@@ -44,6 +44,14 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     private let infiniteDepth = Mutex<Bool?>(nil)
     /// What listings left out since the last `takeListingNotes()`.
     private let listingNotes = Mutex<[String]>([])
+    /// The temporary files the last listing saw, with their DAV:getlastmodified, for
+    /// `sweepTemporaries()`.
+    private let listedTemporaries = Mutex<[(parts: [String], lastModified: String?)]>([])
+    /// How old (by the server's DAV:getlastmodified) a temporary file must be before
+    /// `sweepTemporaries()` takes it for a stopped run's: younger ones may belong to a live
+    /// writer on another machine. Far above the stall timeout, so an upload that still moves
+    /// bytes is never taken; a server whose clock is an hour off this machine's is not expected.
+    public let staleTemporaryAge: Double
 
     /// A provider over the folder `endpoint.folder` on the server; nothing is contacted yet.
     ///
@@ -51,8 +59,9 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// once after a 401 for a changed password.
     public init(
         endpoint: WebDAVEndpoint, password: String?, reloadPassword: (@Sendable () async throws -> String?)? = nil,
-        settings: HTTPSettings = HTTPSettings()
+        settings: HTTPSettings = HTTPSettings(), staleTemporaryAge: Double = 3600
     ) {
+        self.staleTemporaryAge = staleTemporaryAge
         self.endpoint = endpoint
         self.password = Mutex(password)
         self.reloadPassword = reloadPassword
@@ -144,6 +153,27 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         let parts = try Self.components(of: path)
         let response = try await send("deleting \(path)", method: "DELETE", url: fileURL(parts), repeatable: true)
         guard [200, 202, 204, 404].contains(response.status) else { throw failure(response, "deleting", path) }
+    }
+
+    /// Deletes the temporary files of stopped runs that the last `list()` saw: those not
+    /// modified for `staleTemporaryAge` seconds (a temporary without a date is left alone).
+    /// Returns how many went. Called by the engine only in a run that may write.
+    public func sweepTemporaries() async throws -> Int {
+        let now = Date()
+        let stale = listedTemporaries.withLock { seen in
+            defer { seen.removeAll() }
+            return seen.filter { temporary in
+                guard let modified = temporary.lastModified.flatMap(HTTPClient.httpDate) else { return false }
+                return now.timeIntervalSince(modified) >= staleTemporaryAge
+            }
+        }
+        var swept = 0
+        for temporary in stale {
+            let response = try await send("removing a temporary file left by a stopped run", method: "DELETE",
+                                          url: fileURL(temporary.parts), repeatable: true)
+            if [200, 202, 204].contains(response.status) { swept += 1 }
+        }
+        return swept
     }
 
     // MARK: Quota
@@ -380,7 +410,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     // MARK: Listing
 
     private static let fileProperties = [
-        "<d:resourcetype/>", "<d:getcontentlength/>", "<d:getetag/>", "<oc:fileid/>",
+        "<d:resourcetype/>", "<d:getcontentlength/>", "<d:getetag/>", "<oc:fileid/>", "<d:getlastmodified/>",
     ]
 
     /// The files among `entries`, temporaries left out; a path listed again (the same href
@@ -390,13 +420,18 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         var seen = Set<String>()
         var duplicates: [String] = []
         var result: [RemoteFile] = []
+        var temporaries: [(parts: [String], lastModified: String?)] = []
         for entry in entries {
             let path = entry.path.joined(separator: "/")
             if entry.isCollection {
                 if !entry.path.isEmpty { folders.insert(path) }
                 continue
             }
-            guard let name = entry.path.last, !name.hasPrefix(Self.temporaryFilePrefix) else { continue }
+            guard let name = entry.path.last else { continue }
+            if name.hasPrefix(Self.temporaryFilePrefix) {
+                temporaries.append((entry.path, entry.lastModified))
+                continue
+            }
             guard seen.insert(path).inserted else {
                 duplicates.append(path)
                 continue
@@ -404,6 +439,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             result.append(RemoteFile(path: path, size: entry.size, remoteId: entry.remoteId))
         }
         knownFolders.withLock { $0.formUnion(folders) }
+        listedTemporaries.withLock { $0 = temporaries }
         if !duplicates.isEmpty {
             let shown = duplicates.prefix(MultistatusStream.maxNotes).map { "left out of the listing: \($0) was listed again" }
             let more = duplicates.count > shown.count ? ["… and \(duplicates.count - shown.count) more files listed again"] : []

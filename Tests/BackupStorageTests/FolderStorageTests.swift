@@ -412,6 +412,20 @@ final class FolderStorageTests: XCTestCase {
         XCTAssertEqual(recorded.map(\.remoteId), files.map(\.remoteId), "the ids were not recorded afresh")
     }
 
+    /// Issue 11, hygiene: temporaries a killed run left are swept by the next run that may
+    /// write — not by a preview (`--dry-run`), not under a hold — and a young one (another
+    /// live writer's) is left alone.
+    func testHygieneStaleTemporariesAreSweptByASyncOnly() async throws {
+        let remote = try makeRemote()
+        try await sweepHygiene(remote.storage, scratch: remote.scratch, place: { relative, age in
+            let path = remote.root + "/" + relative
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            try Data("partial".utf8).write(to: URL(fileURLWithPath: path))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -age)], ofItemAtPath: path)
+        }, exists: { FileManager.default.fileExists(atPath: remote.root + "/" + $0) })
+    }
+
     // MARK: Helpers
 
     /// A remote folder and a scratch folder side by side in one temporary directory.
@@ -499,4 +513,28 @@ private func withFileSizeLimit(_ bytes: UInt, _ body: () async throws -> Void) a
         signal(SIGXFSZ, savedHandler)
     }
     try await body()
+}
+
+/// Issue 11, hygiene, over any provider whose temporaries are files: `place(path, age)` puts a
+/// temporary there, its mtime `age` seconds ago; `exists` tells whether it is still there.
+func sweepHygiene(
+    _ storage: any RemoteStorage, scratch: String, place: (String, Double) throws -> Void, exists: (String) -> Bool,
+    file: StaticString = #filePath, line: UInt = #line
+) async throws {
+    let stale = ["sub/.backup-tmp.dead01", ".backup-tmp.dead02"], fresh = "sub/.backup-tmp.live03"
+    for path in stale { try place(path, 7200) }
+    try place(fresh, 0)
+    let engine = SyncEngine(storage: storage, state: try StateStore(path: scratch + "/sweep-state.db"))
+    let snapshot = SyncSnapshot(entries: [SyncEntry(path: "sub/a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8)),
+                                                    source: .bytes(Data("a".utf8)))], marker: Data("m".utf8))
+    guard case .wouldRun = try await engine.preview(snapshot) else { return XCTFail("the preview did not run", file: file, line: line) }
+    XCTAssertTrue(stale.allSatisfy(exists), "a preview swept temporaries", file: file, line: line)
+    try engine.setHold(.held(reason: "testing"))
+    guard case .unavailable = try await engine.sync(snapshot) else { return XCTFail("a held run ran", file: file, line: line) }
+    XCTAssertTrue(stale.allSatisfy(exists), "a held run swept temporaries", file: file, line: line)
+    try engine.setHold(.none)
+    guard case .completed = try await engine.sync(snapshot) else { return XCTFail("the run did not complete", file: file, line: line) }
+    XCTAssertEqual(stale.filter(exists), [], "stale temporaries were left", file: file, line: line)
+    XCTAssertTrue(exists(fresh), "a live writer's temporary was swept", file: file, line: line)
+    XCTAssertTrue(exists("sub/a.txt"), file: file, line: line)
 }

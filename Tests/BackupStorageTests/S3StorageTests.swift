@@ -205,6 +205,44 @@ final class S3StorageTests: XCTestCase {
         XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/back.bin")) == data)
     }
 
+    /// Issue 11, hygiene: a multipart upload started and never completed (a killed run: its
+    /// completion and its abort both dropped) under the prefix is aborted by the sweep, which
+    /// lists with the prefix; a young one is not.
+    func testHygieneIncompleteMultipartUploadsUnderThePrefixAreAborted() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let options = remote.options(port: proxy.port)
+        let inside = try S3Storage(location: S3Location(bucket: remote.bucket, prefix: ["p"]), accessKeyId: remote.server.user,
+                                   secretAccessKey: remote.server.secret, options: options, staleUploadAge: 0)
+        // A killed run: the part went up, the completion never came (the proxy drops it).
+        var small = options
+        small.multipartThreshold = 5 << 20
+        small.multipartPartSize = 5 << 20
+        for prefix in ["p"] {
+            let writer = try S3Storage(location: S3Location(bucket: remote.bucket, prefix: [prefix]), accessKeyId: remote.server.user,
+                                       secretAccessKey: remote.server.secret, options: small)
+            proxy.add("POST", path: "uploadId=", times: 4, .drop)
+            proxy.add("DELETE", path: "uploadId=", times: 4, .drop)  // and its abort never arrived
+            let source = remote.scratch + "/big.bin"
+            try StorageContract.randomData(count: (5 << 20) + 1).write(to: URL(fileURLWithPath: source))
+            await StorageContract.assertThrows(.transport, "a completion dropped every time") {
+                _ = try await writer.writeFile("big.bin", from: source)
+            }
+        }
+        proxy.clear()
+        let young = try S3Storage(location: S3Location(bucket: remote.bucket, prefix: ["p"]), accessKeyId: remote.server.user,
+                                  secretAccessKey: remote.server.secret, options: options)
+        let none = try await young.sweepTemporaries()
+        XCTAssertEqual(none, 0, "a young upload was aborted")
+        let aborted = try await inside.sweepTemporaries()
+        XCTAssertEqual(aborted, 1)
+        let log = proxy.log()
+        XCTAssertTrue(log.contains { $0.method == "GET" && $0.path.contains("uploads") && $0.path.contains("prefix=p%2F") }, "\(log)")
+        XCTAssertEqual(log.filter { $0.method == "DELETE" && $0.path.contains("uploadId=") }.count, 1)
+        let again = try await inside.sweepTemporaries()
+        XCTAssertEqual(again, 0, "the aborted upload is still listed")
+    }
+
     // MARK: Identity
 
     /// Issue 11, item 5: one failed ListBuckets (500 past the retries) is Transport, never an

@@ -131,6 +131,18 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(listed.map(\.path), ["kept.txt"])
     }
 
+    /// Issue 11, hygiene, against rclone: the temporaries of the run's listing that are an
+    /// hour old go (by DAV:getlastmodified); not in a preview, not under a hold.
+    func testHygieneStaleTemporariesAreSweptByASyncOnly() async throws {
+        let remote = try makeRemote()
+        let root = remote.served + "/" + remote.folder + "/"
+        try await sweepHygiene(remote.storage, scratch: remote.scratch, place: { relative, age in
+            try remote.writeOnDisk(relative, Data("partial".utf8))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -age)], ofItemAtPath: root + relative)
+            Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 2)
+        }, exists: { FileManager.default.fileExists(atPath: root + $0) })
+    }
+
     func testATwentyThousandFileBackupListsAndSyncsASecondTime() async throws {
         // rclone answers Depth: infinity for 20,000 files with ~17 MB of XML: past the 10 MB that
         // XMLParser(data:) (libxml2 in one chunk) accepts, so this listing used to be refused.
