@@ -197,7 +197,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             for upload in root.children("Upload") {
                 guard let key = upload.text(of: "Key"), key.hasPrefix(keyPrefix), let id = upload.text(of: "UploadId"),
                       let initiated = upload.text(of: "Initiated").flatMap(Self.isoDate),
-                      now.timeIntervalSince(initiated) >= staleUploadAge
+                      now.timeIntervalSince(initiated) + 1 >= staleUploadAge  // the Date header has whole seconds
                 else { continue }
                 stale.append((key, id))
             }
