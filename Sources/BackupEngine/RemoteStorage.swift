@@ -60,6 +60,15 @@ public protocol RemoteStorage: Sendable {
     /// the marker, which is the commit point of a run. Providers whose writes are durable
     /// when they return need not implement it.
     func flush() async throws
+    /// Whether `recorded`, the remote id the state holds for `listed.path`, names the version
+    /// the listing shows although the two differ: true only where a provider changed the form
+    /// of its ids and can read the older form (rule 2 then keeps the state's hash).
+    func isSameVersion(recorded: String, listed: RemoteFile) -> Bool
+    /// Removes what stopped runs left behind (temporary files, incomplete multipart uploads)
+    /// and returns how many it removed. The engine calls it only in a run that may write: after
+    /// the gate, the hold check and the guards, before the run's first write. A provider never
+    /// removes what a live writer elsewhere may still be using (an age threshold).
+    func sweepTemporaries() async throws -> Int
 }
 
 /// A download whose body was not the size the listing gave: the remote's data failed a check.
@@ -94,4 +103,6 @@ extension RemoteStorage {
 
     public func prefetch(_ paths: [String]) async {}
     public func flush() async throws {}
+    public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { false }
+    public func sweepTemporaries() async throws -> Int { 0 }
 }

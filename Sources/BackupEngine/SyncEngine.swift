@@ -90,6 +90,9 @@ public final class SyncEngine: Sendable {
 
         // Rules 4 and 11: the guards, before any write.
         if let refusal = plan.refusal { return .unavailable(refusal) }
+        // What stopped runs left on the remote goes before this run writes (best effort).
+        if let stop = try checkBeforeWrite() { return stop }
+        _ = try? await storage.sweepTemporaries()
 
         let uploads = plan.uploads
         let deletes = plan.deletes
@@ -222,6 +225,14 @@ public final class SyncEngine: Sendable {
                 k += 1
                 if entry.size == file.size, entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId {
                     known.append(entry)
+                    continue
+                }
+                if entry.size == file.size, let recorded = entry.remoteId, let listed = file.remoteId,
+                   storage.isSameVersion(recorded: recorded, listed: file) {
+                    var refreshed = entry  // an id of an older form: recorded afresh, hash kept
+                    refreshed.remoteId = listed
+                    adopt.append(refreshed)
+                    known.append(refreshed)
                     continue
                 }
             }

@@ -40,6 +40,12 @@ public struct FolderStorage: RemoteStorage {
     /// every write fails.
     public let readOnly: Bool
 
+    /// How old (by mtime) a temporary file must be before `sweepTemporaries()` takes it for a
+    /// stopped run's. A live writer (another machine syncing to the same disk or share) keeps
+    /// moving its temporary's mtime while it copies, so an hour without a change is a writer
+    /// that is gone; machines whose clocks are an hour apart are not expected.
+    public var staleTemporaryAge: Double = 3600
+
     /// A provider over the existing folder `root`; nothing is checked or created until first use.
     public init(root: String, durability: Durability = .batched, readOnly: Bool = false) {
         self.root = root
@@ -109,6 +115,32 @@ public struct FolderStorage: RemoteStorage {
                 files.append(RemoteFile(path: path, size: Int64(status.st_size), remoteId: Self.remoteId(status)))
             }
             return files
+        }
+    }
+
+    /// Unlinks the temporary files anywhere under the root whose mtime is `staleTemporaryAge`
+    /// or more in the past (left by a killed run); returns how many. Links are not followed.
+    public func sweepTemporaries() async throws -> Int {
+        try refuseWrite(Self.temporaryFilePrefix + "*")
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let now = Date().timeIntervalSince1970
+            var stale: [String] = []
+            try DirectoryWalker(rootPath: rootForMessages) { _, _ in false }.walk(rootFD) { path, status in
+                guard path.split(separator: "/").last?.hasPrefix(Self.temporaryFilePrefix) == true else { return }
+                let modified = Double(status.st_mtim.tv_sec) + Double(status.st_mtim.tv_nsec) / 1e9
+                if now - modified >= staleTemporaryAge { stale.append(path) }
+            }
+            var swept = 0
+            for path in stale {
+                let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+                guard let chain = try? openFolders(parts.dropLast(), under: rootFD, create: false, operation: "sweeping")
+                else { continue }
+                defer { chain.forEach { close($0) } }
+                if FileName.withCString(parts[parts.count - 1], { unlinkat(chain.last ?? rootFD, $0, 0) }) == 0 { swept += 1 }
+            }
+            return swept
         }
     }
 
@@ -282,11 +314,27 @@ public struct FolderStorage: RemoteStorage {
         temporaryFilePrefix + String(UInt64.random(in: .min ... .max), radix: 16)
     }
 
-    /// The id of this version of a file: inode and modification time, both stable across
-    /// reboots. The device number is left out because a USB disk gets a new one when replugged.
-    private static func remoteId(_ status: stat) -> String {
+    /// The id of this version of a file: `<mtime ns>:<size>`. Neither the device number nor the
+    /// inode is part of it: a USB disk gets a new device number when replugged, and on vfat,
+    /// exFAT and CIFS `noserverino` the inode numbers change on every mount. Every write here
+    /// sets a new mtime, so a rewrite changes the id; a file replaced behind the tool's back by
+    /// one of the same size and the same mtime to the nanosecond (`cp -p` of another file)
+    /// keeps it, which the inode would not have caught on those filesystems either.
+    static func remoteId(_ status: stat) -> String {
         let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
-        return "\(status.st_ino):\(nanoseconds)"
+        return "\(nanoseconds):\(status.st_size)"
+    }
+
+    /// The ids written before `<mtime ns>:<size>` were `<inode>:<mtime ns>`: one whose mtime is
+    /// the listed file's names the same version (its size is compared by the engine), so a
+    /// state of the older form does not make the next run upload every hash-compared file
+    /// again. A new-form id cannot pass for an old one: its second field is a size, and it would
+    /// have to equal an mtime in nanoseconds (~1.7e18) while also being the file's size.
+    public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool {
+        let old = recorded.split(separator: ":", omittingEmptySubsequences: false)
+        let new = listed.remoteId?.split(separator: ":", omittingEmptySubsequences: false) ?? []
+        guard old.count == 2, new.count == 2, UInt64(old[0]) != nil, Int64(old[1]) != nil else { return false }
+        return old[1] == new[0] && Int64(new[1]) == listed.size
     }
 
     // MARK: Errno classes

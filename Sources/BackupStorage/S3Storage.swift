@@ -36,6 +36,10 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     private let mask: SecretMask
     private let multipartThreshold: Int64
     private let partSize: Int64
+    /// How long after its start an incomplete multipart upload under the prefix is taken for a
+    /// stopped run's by `sweepTemporaries()`. A day, as AWS's usual lifecycle rule: a live
+    /// writer elsewhere may take hours over one large file, and its upload keeps its start time.
+    public let staleUploadAge: Double
     /// What listings left out since the last `takeListingNotes()`.
     private let listingNotes = Mutex<[String]>([])
 
@@ -46,8 +50,9 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// or part sizes S3 cannot take.
     public init(
         location: S3Location, accessKeyId: String, secretAccessKey: String, sessionToken: String? = nil,
-        options: ProviderOptions = ProviderOptions()
+        options: ProviderOptions = ProviderOptions(), staleUploadAge: Double = 86_400
     ) throws {
+        self.staleUploadAge = staleUploadAge
         let region = options.s3Region ?? "us-east-1"
         let endpointText = options.s3Endpoint ?? "https://s3.\(region).amazonaws.com"
         guard let schemeEnd = endpointText.range(of: "://"),
@@ -96,11 +101,37 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             if head.status == 404 { throw bucketMissing("checking the bucket") }
             throw failure(head, "checking the bucket of", location.displayURL)
         }
+        // The owner comes from ListBuckets. Its answer must not change the identity from run to
+        // run, since a changed identity resets the state (a full upload, and `restore --resume`
+        // says sourceChanged):
+        // - 200: the owner form, as every key that may list buckets always had, so no existing
+        //   backup's state is reset by this rule (a server that names no owner: the form below);
+        // - refused for good (403 AccessDenied: a key scoped to its bucket; 405/501: a server
+        //   without ListBuckets): the form without the owner, which such keys always had;
+        // - anything else (5xx past the retries, a dropped connection, a body that is not S3
+        //   XML): Transport, the run stops, the identity is never guessed.
+        // The trade-off: a key whose right to ListBuckets is granted or withdrawn changes form
+        // once, and that one run uploads everything again (never a merge). Leaving the owner out
+        // for everybody would avoid that, but would reset every existing backup once now and
+        // stop telling two accounts' buckets of one name apart on a server that reuses names.
         var owner: String?
         let buckets = try await send("listing the buckets", method: "GET", path: "/", host: endpointHost,
                                      sink: .memory(limit: Self.listPageLimit), repeatable: true)
-        if buckets.status == 200, let root = XMLElementNode.parse(buckets.body) {
+        let refusal = buckets.status == 403 ? XMLElementNode.parse(buckets.body).flatMap { $0.name == "Error" ? $0.text(of: "Code") : nil } : nil
+        switch buckets.status {
+        case 200:
+            guard let root = XMLElementNode.parse(buckets.body), root.name == "ListAllMyBucketsResult" else {
+                throw CloudError(.transport, "\(endpoint) sent a bucket list that is not S3 XML while reading the owner of "
+                    + "\(location.displayURL); run again, and check that AWS_ENDPOINT_URL is an S3 endpoint")
+            }
             owner = root.child("Owner")?.text(of: "ID").flatMap { $0.isEmpty ? nil : $0 }
+        case 403 where refusal == nil || refusal == "AccessDenied":
+            owner = nil
+        case 405, 501:
+            owner = nil
+        default:
+            let error = failure(buckets, "reading the owner of", location.displayURL)
+            throw error.kind == .authRevoked || error.kind == .transport ? error : CloudError(.transport, error.message)
         }
         return "s3 \(endpoint) bucket \(location.bucket)" + (owner.map { " owner \($0)" } ?? "")
             + " prefix /\(location.prefix.joined(separator: "/"))"
@@ -143,6 +174,53 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
         } while token != nil
         if repeated > 50 { listingNotes.withLock { $0.append("… and \(repeated - 50) more keys listed again") } }
         return files
+    }
+
+    /// Aborts the incomplete multipart uploads under the prefix (ListMultipartUploads, then
+    /// AbortMultipartUpload) started `staleUploadAge` or more before the server's time now;
+    /// their parts are billed and invisible. Returns how many were aborted.
+    public func sweepTemporaries() async throws -> Int {
+        let keyPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
+        var stale: [(key: String, uploadId: String)] = []
+        var markers: (key: String, uploadId: String)?
+        repeat {
+            var query = [("uploads", ""), ("prefix", keyPrefix)]
+            if let markers { query += [("key-marker", markers.key), ("upload-id-marker", markers.uploadId)] }
+            let response = try await send("listing the unfinished uploads in \(location.displayURL)", method: "GET",
+                                          path: bucketPath, query: query, sink: .memory(limit: Self.listPageLimit),
+                                          repeatable: true)
+            guard response.status == 200 else { throw failure(response, "listing the unfinished uploads in", location.displayURL) }
+            guard let root = XMLElementNode.parse(response.body), root.name == "ListMultipartUploadsResult" else {
+                throw CloudError(.transport, "\(endpoint) sent a list of uploads that is not S3 XML")
+            }
+            let now = response.header("date").flatMap(HTTPClient.httpDate) ?? Date()
+            for upload in root.children("Upload") {
+                guard let key = upload.text(of: "Key"), key.hasPrefix(keyPrefix), let id = upload.text(of: "UploadId"),
+                      let initiated = upload.text(of: "Initiated").flatMap(Self.isoDate),
+                      now.timeIntervalSince(initiated) + 1 >= staleUploadAge  // the Date header has whole seconds
+                else { continue }
+                stale.append((key, id))
+            }
+            markers = root.text(of: "IsTruncated") == "true"
+                ? root.text(of: "NextKeyMarker").map { ($0, root.text(of: "NextUploadIdMarker") ?? "") } : nil
+        } while markers != nil
+        var aborted = 0
+        for upload in stale {
+            let path = (pathStyle ? "/" + location.bucket : "") + "/" + SigV4Signer.uriEncode(upload.key, keepSlash: true)
+            let response = try await send("aborting an unfinished upload of \(upload.key)", method: "DELETE", path: path,
+                                          query: [("uploadId", upload.uploadId)], repeatable: true)
+            if [200, 204].contains(response.status) { aborted += 1 }
+        }
+        return aborted
+    }
+
+    /// An S3 timestamp ("2026-12-01T12:00:00.000Z", with or without the fraction).
+    private static func isoDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
     }
 
     /// What listings left out since the last call, and why (a key listed twice), once each.
@@ -247,13 +325,37 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             }
             let xml = Data(("<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
                 + parts.joined() + "</CompleteMultipartUpload>").utf8)
-            let response = try await send(
-                "completing the upload of \(path)", method: "POST", path: key, query: [("uploadId", uploadId)],
-                headers: [("Content-Type", "application/xml")], body: .data(xml), sink: .memory(limit: 1 << 20),
-                payloadHash: SHA256Hasher.hex(xml), repeatable: true)
+            // Not repeatable as such: a completion the server did whose answer was lost is
+            // answered NoSuchUpload when sent again. Sent again here, and a NoSuchUpload after a
+            // lost answer is checked (HEAD) rather than failed.
+            var lostAnswer: CloudError?
+            var lost = 0
+            var response: HTTPResponse
+            while true {
+                do {
+                    response = try await send(
+                        "completing the upload of \(path)", method: "POST", path: key, query: [("uploadId", uploadId)],
+                        headers: [("Content-Type", "application/xml")], body: .data(xml), sink: .memory(limit: 1 << 20),
+                        payloadHash: SHA256Hasher.hex(xml), repeatable: false)
+                } catch let error as CloudError where error.kind == .transport && lost < client.settings.connectionRetries {
+                    lostAnswer = error
+                    lost += 1
+                    continue
+                }
+                if [500, 502, 504].contains(response.status), lost < client.settings.serverErrorRetries {
+                    lostAnswer = failure(response, "completing the upload of", path)
+                    lost += 1
+                    continue
+                }
+                break
+            }
             // S3 can answer 200 and still fail the completion, with an <Error> body.
             let result = XMLElementNode.parse(response.body)
             guard response.status == 200, let result, result.name == "CompleteMultipartUploadResult" else {
+                if lostAnswer != nil, result?.name == "Error", result?.text(of: "Code") == "NoSuchUpload",
+                   let landed = try await landedObject(path, key: key, size: size, notBefore: created.header("date")) {
+                    return landed
+                }
                 throw failure(response, "completing the upload of", path)
             }
             // Some servers list a multipart object under another ETag than the completion
@@ -271,6 +373,20 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
                                 query: [("uploadId", uploadId)], repeatable: true)
             throw error
         }
+    }
+
+    /// The object at `key` when a completion whose answer was lost landed: it is there, of
+    /// `size` bytes, and no older than the upload's start (`notBefore`, the server's Date
+    /// header of the CreateMultipartUpload answer, so the two times come from one clock); an
+    /// older object of that size is not taken for it. Nil when it cannot be told.
+    private func landedObject(_ path: String, key: String, size: Int64, notBefore: String?) async throws -> RemoteFile? {
+        let head = try await send("checking \(path)", method: "HEAD", path: key, repeatable: true)
+        guard head.status == 200, head.header("content-length").flatMap({ Int64($0) }) == size,
+              let started = notBefore.flatMap(HTTPClient.httpDate),
+              let modified = head.header("last-modified").flatMap(HTTPClient.httpDate),
+              modified.timeIntervalSince(started) >= -1  // HTTP dates have whole seconds
+        else { return nil }
+        return RemoteFile(path: path, size: size, remoteId: head.header("etag").map(Self.unquoted))
     }
 
     /// The SHA-256 of `length` bytes of `fd` from `offset`, as lowercase hex.

@@ -18,6 +18,8 @@ struct WebDAVEntry: Sendable {
     var principal: String?
     var quotaAvailable: Int64?
     var quotaUsed: Int64?
+    /// DAV:getlastmodified as the server sent it (an HTTP date), where asked for.
+    var lastModified: String?
 }
 
 /// Gathers the entries of a 207 body as libcurl delivers it.
@@ -65,7 +67,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
     // MARK: The handler
 
     private struct Handler: XMLStreamHandler {
-        enum Field { case contentLength, etag, fileId, quotaAvailable, quotaUsed }
+        enum Field { case contentLength, etag, fileId, quotaAvailable, quotaUsed, lastModified }
         enum Slot: Equatable {
             case multistatus, response, href, propstat, status, prop, resourcetype, principal, principalHref
             case field(Field)
@@ -127,6 +129,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
                 case ("DAV:", "resourcetype"): slot = .resourcetype
                 case ("DAV:", "getcontentlength"): slot = .field(.contentLength)
                 case ("DAV:", "getetag"): slot = .field(.etag)
+                case ("DAV:", "getlastmodified"): slot = .field(.lastModified)
                 case ("DAV:", "quota-available-bytes"): slot = .field(.quotaAvailable)
                 case ("DAV:", "quota-used-bytes"): slot = .field(.quotaUsed)
                 case ("DAV:", "current-user-principal"): slot = .principal
@@ -170,6 +173,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
             case .field(.fileId): foundFileId = value.isEmpty ? nil : value
             case .field(.quotaAvailable): found.quotaAvailable = Int64(value)
             case .field(.quotaUsed): found.quotaUsed = Int64(value)
+            case .field(.lastModified): found.lastModified = value.isEmpty ? nil : value
             case .propstat where statusOK:
                 if found.isCollection { response.isCollection = true }
                 if let foundSize { response.size = foundSize }
@@ -182,6 +186,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
                 if let principal = found.principal { response.principal = principal }
                 if let available = found.quotaAvailable { response.quotaAvailable = available }
                 if let used = found.quotaUsed { response.quotaUsed = used }
+                if let modified = found.lastModified { response.lastModified = modified }
             case .response:
                 finishResponse()
             default:

@@ -44,6 +44,14 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     private let infiniteDepth = Mutex<Bool?>(nil)
     /// What listings left out since the last `takeListingNotes()`.
     private let listingNotes = Mutex<[String]>([])
+    /// The temporary files the last listing saw, with their DAV:getlastmodified, for
+    /// `sweepTemporaries()`.
+    private let listedTemporaries = Mutex<[(parts: [String], lastModified: String?)]>([])
+    /// How old (by the server's DAV:getlastmodified) a temporary file must be before
+    /// `sweepTemporaries()` takes it for a stopped run's: younger ones may belong to a live
+    /// writer on another machine. Far above the stall timeout, so an upload that still moves
+    /// bytes is never taken; a server whose clock is an hour off this machine's is not expected.
+    public let staleTemporaryAge: Double
 
     /// A provider over the folder `endpoint.folder` on the server; nothing is contacted yet.
     ///
@@ -51,8 +59,9 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// once after a 401 for a changed password.
     public init(
         endpoint: WebDAVEndpoint, password: String?, reloadPassword: (@Sendable () async throws -> String?)? = nil,
-        settings: HTTPSettings = HTTPSettings()
+        settings: HTTPSettings = HTTPSettings(), staleTemporaryAge: Double = 3600
     ) {
+        self.staleTemporaryAge = staleTemporaryAge
         self.endpoint = endpoint
         self.password = Mutex(password)
         self.reloadPassword = reloadPassword
@@ -146,6 +155,27 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         guard [200, 202, 204, 404].contains(response.status) else { throw failure(response, "deleting", path) }
     }
 
+    /// Deletes the temporary files of stopped runs that the last `list()` saw: those not
+    /// modified for `staleTemporaryAge` seconds (a temporary without a date is left alone).
+    /// Returns how many went. Called by the engine only in a run that may write.
+    public func sweepTemporaries() async throws -> Int {
+        let now = Date()
+        let stale = listedTemporaries.withLock { seen in
+            defer { seen.removeAll() }
+            return seen.filter { temporary in
+                guard let modified = temporary.lastModified.flatMap(HTTPClient.httpDate) else { return false }
+                return now.timeIntervalSince(modified) >= staleTemporaryAge
+            }
+        }
+        var swept = 0
+        for temporary in stale {
+            let response = try await send("removing a temporary file left by a stopped run", method: "DELETE",
+                                          url: fileURL(temporary.parts), repeatable: true)
+            if [200, 202, 204].contains(response.status) { swept += 1 }
+        }
+        return swept
+    }
+
     // MARK: Quota
 
     /// The space the server reports for this user (RFC 4331), or nil where it reports none.
@@ -228,18 +258,8 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         }
         guard let put else { throw CloudError(.transport, "writing \(path) to \(endpoint.displayURL) failed") }
 
-        let move: HTTPResponse
-        do {
-            move = try await send(
-                "moving \(path) into place", method: "MOVE", url: temporaryURL,
-                headers: [("Destination", fileURL(parts)), ("Overwrite", "T")], repeatable: true)
-        } catch {
-            await discard(temporaryURL)
-            throw error
-        }
-        guard [200, 201, 204].contains(move.status) else {
-            await discard(temporaryURL)
-            throw failure(move, "moving into place", path)
+        if let landed = try await moveIntoPlace(temporaryParts, parts, path: path, size: body.length) {
+            return landed
         }
 
         let putId = put.header("oc-fileid") ?? put.header("etag")
@@ -251,6 +271,58 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         let placed = try await stat(parts, path: path)
         etagSurvivesMove.withLock { $0 = (putId != nil && putId == placed.remoteId) }
         return RemoteFile(path: path, size: placed.size, remoteId: placed.remoteId)
+    }
+
+    /// MOVEs the temporary file onto `parts`. Returns nil when the server answered the MOVE, or
+    /// the placed file when the answer was lost but the server did it.
+    ///
+    /// A MOVE is not repeatable: sent again after the server did it, its `Overwrite: T` deletes
+    /// the file just placed and then finds no source. So after a lost answer (a dropped
+    /// connection, a stall, a 500/502/504) the provider asks first (PROPFIND Depth 0): the
+    /// temporary still there means the MOVE did not happen and it is sent again; the temporary
+    /// gone and the path holding a file of the written size means it did. Anything else
+    /// cannot be told apart from another writer's work and is Transport.
+    private func moveIntoPlace(_ temporaryParts: [String], _ parts: [String], path: String, size: Int64) async throws
+        -> RemoteFile?
+    {
+        let temporaryURL = fileURL(temporaryParts)
+        var lost = 0
+        while true {
+            let lostAnswer: CloudError
+            do {
+                let move = try await send(
+                    "moving \(path) into place", method: "MOVE", url: temporaryURL,
+                    headers: [("Destination", fileURL(parts)), ("Overwrite", "T")], repeatable: false)
+                if [200, 201, 204].contains(move.status) { return nil }
+                guard [500, 502, 504].contains(move.status) else {
+                    await discard(temporaryURL)
+                    throw failure(move, "moving into place", path)
+                }
+                lostAnswer = failure(move, "moving into place", path)
+            } catch let error as CloudError where error.kind == .transport {
+                lostAnswer = error
+            } catch {
+                await discard(temporaryURL)
+                throw error
+            }
+            lost += 1
+            let temporary = try await propfind(folderURL: temporaryURL, depth: "0", properties: ["<d:resourcetype/>"],
+                                               what: "checking whether \(path) was moved into place").0
+            if temporary.status == 207 {
+                guard lost <= client.settings.connectionRetries else {
+                    await discard(temporaryURL)
+                    throw lostAnswer
+                }
+                continue  // not moved: the temporary is still the source
+            }
+            if temporary.status == 404, let placed = try? await stat(parts, path: path), placed.size == size {
+                return placed
+            }
+            await discard(temporaryURL)
+            throw CloudError(.transport, "the answer to moving \(path) into place was lost (\(lostAnswer.message)), "
+                + "and \(endpoint.server) now holds neither the temporary file nor a file of \(size) bytes there; "
+                + "run again")
+        }
     }
 
     private func uploadTemporary(_ url: String, body: HTTPBody, path: String) async throws -> HTTPResponse {
@@ -338,7 +410,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     // MARK: Listing
 
     private static let fileProperties = [
-        "<d:resourcetype/>", "<d:getcontentlength/>", "<d:getetag/>", "<oc:fileid/>",
+        "<d:resourcetype/>", "<d:getcontentlength/>", "<d:getetag/>", "<oc:fileid/>", "<d:getlastmodified/>",
     ]
 
     /// The files among `entries`, temporaries left out; a path listed again (the same href
@@ -348,13 +420,18 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         var seen = Set<String>()
         var duplicates: [String] = []
         var result: [RemoteFile] = []
+        var temporaries: [(parts: [String], lastModified: String?)] = []
         for entry in entries {
             let path = entry.path.joined(separator: "/")
             if entry.isCollection {
                 if !entry.path.isEmpty { folders.insert(path) }
                 continue
             }
-            guard let name = entry.path.last, !name.hasPrefix(Self.temporaryFilePrefix) else { continue }
+            guard let name = entry.path.last else { continue }
+            if name.hasPrefix(Self.temporaryFilePrefix) {
+                temporaries.append((entry.path, entry.lastModified))
+                continue
+            }
             guard seen.insert(path).inserted else {
                 duplicates.append(path)
                 continue
@@ -362,6 +439,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             result.append(RemoteFile(path: path, size: entry.size, remoteId: entry.remoteId))
         }
         knownFolders.withLock { $0.formUnion(folders) }
+        listedTemporaries.withLock { $0 = temporaries }
         if !duplicates.isEmpty {
             let shown = duplicates.prefix(MultistatusStream.maxNotes).map { "left out of the listing: \($0) was listed again" }
             let more = duplicates.count > shown.count ? ["… and \(duplicates.count - shown.count) more files listed again"] : []

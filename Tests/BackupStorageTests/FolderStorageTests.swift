@@ -354,15 +354,76 @@ final class FolderStorageTests: XCTestCase {
         XCTAssertNotNil(LinuxCalls.syncfs, "syncfs was not found; flush fell back to sync()")
     }
 
-    func testRemoteIdIsInodeAndModificationTimeAndChangesOnRewrite() async throws {
+    /// Issue 11, item 7: on vfat/exFAT and CIFS `noserverino` every mount gives new inode
+    /// numbers. The id is `<mtime ns>:<size>`: a file put back under a new inode with the same
+    /// bytes and mtime (`cp -p`, then renamed into place) keeps its id; a rewrite changes it.
+    func testItem07RemoteIdIsModificationTimeAndSizeAndSurvivesANewInode() async throws {
         let remote = try makeRemote()
         let first = try await remote.storage.writeBytes("v.txt", Data("one".utf8))
-        var status = stat()
-        XCTAssertEqual(stat(remote.root + "/v.txt", &status), 0)
-        let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
-        XCTAssertEqual(first.remoteId, "\(status.st_ino):\(nanoseconds)")
+        var before = stat()
+        XCTAssertEqual(stat(remote.root + "/v.txt", &before), 0)
+        let nanoseconds = Int64(before.st_mtim.tv_sec) * 1_000_000_000 + Int64(before.st_mtim.tv_nsec)
+        XCTAssertEqual(first.remoteId, "\(nanoseconds):3")
+
+        // A copy with the same mtime, renamed into place: a new inode, nothing else new.
+        try Data("one".utf8).write(to: URL(fileURLWithPath: remote.root + "/copy"))
+        var times = [before.st_atim, before.st_mtim]
+        XCTAssertEqual(utimensat(AT_FDCWD, remote.root + "/copy", &times, 0), 0)
+        XCTAssertEqual(rename(remote.root + "/copy", remote.root + "/v.txt"), 0)
+        var after = stat()
+        XCTAssertEqual(stat(remote.root + "/v.txt", &after), 0)
+        XCTAssertNotEqual(after.st_ino, before.st_ino, "the copy did not get a new inode")
+        let listed = try await remote.storage.list()
+        XCTAssertEqual(listed.map(\.remoteId), [first.remoteId])
+
         let second = try await remote.storage.writeBytes("v.txt", Data("two".utf8))
         XCTAssertNotEqual(first.remoteId, second.remoteId)
+        // An id of the older form (inode:mtime) with the same mtime names the same version.
+        let old = "\(before.st_ino):\(nanoseconds)"
+        XCTAssertTrue(remote.storage.isSameVersion(recorded: old, listed: listed[0]))
+        XCTAssertFalse(remote.storage.isSameVersion(recorded: old, listed: second))
+        XCTAssertFalse(remote.storage.isSameVersion(recorded: second.remoteId ?? "", listed: listed[0]))
+    }
+
+    /// Issue 11, item 7: a state written with the older ids (`inode:mtime`) does not make the
+    /// next sync upload every file again; the ids are recorded afresh in the new form.
+    func testItem07AStateWithOlderFormIdsUploadsNothingAgain() async throws {
+        let remote = try makeRemote()
+        let state = try StateStore(path: remote.scratch + "/state.db")
+        let engine = SyncEngine(storage: remote.storage, state: state)
+        let snapshot = SyncSnapshot(entries: ["a.txt", "b/c.txt"].map {
+            SyncEntry(path: $0, size: Int64($0.utf8.count), hash: SHA256Hasher.hex(Data($0.utf8)), source: .bytes(Data($0.utf8)))
+        }, marker: Data("m".utf8))
+        guard case .completed = try await engine.sync(snapshot) else { return XCTFail("the first run did not complete") }
+        let older = try state.sortedEntries().map { entry -> StateEntry in
+            var status = stat()
+            XCTAssertEqual(stat(remote.root + "/" + entry.path, &status), 0)
+            let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
+            var old = entry
+            old.remoteId = "\(status.st_ino):\(nanoseconds)"
+            return old
+        }
+        try state.reconcile(drop: [], adopt: older)
+        guard case .completed(let second) = try await engine.sync(snapshot) else { return XCTFail("the second run did not complete") }
+        XCTAssertEqual(second.uploaded, [], "older-form ids made the run upload again")
+        let listed = try await remote.storage.list()
+        let recorded = try state.sortedEntries()
+        let files = listed.filter { $0.path != SyncEngine.defaultMarkerPath }.sorted { $0.path < $1.path }
+        XCTAssertEqual(recorded.map(\.remoteId), files.map(\.remoteId), "the ids were not recorded afresh")
+    }
+
+    /// Issue 11, hygiene: temporaries a killed run left are swept by the next run that may
+    /// write — not by a preview (`--dry-run`), not under a hold — and a young one (another
+    /// live writer's) is left alone.
+    func testHygieneStaleTemporariesAreSweptByASyncOnly() async throws {
+        let remote = try makeRemote()
+        try await sweepHygiene(remote.storage, scratch: remote.scratch, place: { relative, age in
+            let path = remote.root + "/" + relative
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            try Data("partial".utf8).write(to: URL(fileURLWithPath: path))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -age)], ofItemAtPath: path)
+        }, exists: { FileManager.default.fileExists(atPath: remote.root + "/" + $0) })
     }
 
     // MARK: Helpers
@@ -452,4 +513,28 @@ private func withFileSizeLimit(_ bytes: UInt, _ body: () async throws -> Void) a
         signal(SIGXFSZ, savedHandler)
     }
     try await body()
+}
+
+/// Issue 11, hygiene, over any provider whose temporaries are files: `place(path, age)` puts a
+/// temporary there, its mtime `age` seconds ago; `exists` tells whether it is still there.
+func sweepHygiene(
+    _ storage: any RemoteStorage, scratch: String, place: (String, Double) throws -> Void, exists: (String) -> Bool,
+    file: StaticString = #filePath, line: UInt = #line
+) async throws {
+    let stale = ["sub/.backup-tmp.dead01", ".backup-tmp.dead02"], fresh = "sub/.backup-tmp.live03"
+    for path in stale { try place(path, 7200) }
+    try place(fresh, 0)
+    let engine = SyncEngine(storage: storage, state: try StateStore(path: scratch + "/sweep-state.db"))
+    let snapshot = SyncSnapshot(entries: [SyncEntry(path: "sub/a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8)),
+                                                    source: .bytes(Data("a".utf8)))], marker: Data("m".utf8))
+    guard case .wouldRun = try await engine.preview(snapshot) else { return XCTFail("the preview did not run", file: file, line: line) }
+    XCTAssertTrue(stale.allSatisfy(exists), "a preview swept temporaries", file: file, line: line)
+    try engine.setHold(.held(reason: "testing"))
+    guard case .unavailable = try await engine.sync(snapshot) else { return XCTFail("a held run ran", file: file, line: line) }
+    XCTAssertTrue(stale.allSatisfy(exists), "a held run swept temporaries", file: file, line: line)
+    try engine.setHold(.none)
+    guard case .completed = try await engine.sync(snapshot) else { return XCTFail("the run did not complete", file: file, line: line) }
+    XCTAssertEqual(stale.filter(exists), [], "stale temporaries were left", file: file, line: line)
+    XCTAssertTrue(exists(fresh), "a live writer's temporary was swept", file: file, line: line)
+    XCTAssertTrue(exists("sub/a.txt"), file: file, line: line)
 }

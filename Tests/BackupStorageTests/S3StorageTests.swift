@@ -183,7 +183,92 @@ final class S3StorageTests: XCTestCase {
         XCTAssertEqual(listed, [])
     }
 
+    /// Issue 11, item 1 (S3): the server completed the multipart upload but its answer was
+    /// lost; the retry hears NoSuchUpload. The object is there whole, so the write stands (it
+    /// is checked by HEAD: the size, and the ETag of the parts), and nothing is aborted.
+    func testItem01CompletionWhoseAnswerIsLostStandsWhenTheObjectLanded() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("POST", path: "uploadId=", .cutResponse(afterBytes: 0))
+        let storage = try remote.storage(through: proxy, multipart: true)
+        let data = StorageContract.randomData(count: (6 << 20) + 7)
+        let source = remote.scratch + "/large.bin"
+        try data.write(to: URL(fileURLWithPath: source))
+        let written = try await storage.writeFile("large.bin", from: source)
+        XCTAssertEqual(written.size, Int64(data.count))
+        let log = proxy.log()
+        XCTAssertFalse(log.contains { $0.method == "DELETE" }, "the landed upload was aborted: \(log)")
+        let listed = try await remote.storage().list()
+        XCTAssertEqual(listed.map(\.size), [Int64(data.count)])
+        XCTAssertEqual(listed.first?.remoteId, written.remoteId)
+        try await storage.downloadFile("large.bin", toPath: remote.scratch + "/back.bin")
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: remote.scratch + "/back.bin")) == data)
+    }
+
+    /// Issue 11, hygiene: a multipart upload started and never completed (a killed run: its
+    /// completion and its abort both dropped) under the prefix is aborted by the sweep, which
+    /// lists with the prefix; a young one is not.
+    func testHygieneIncompleteMultipartUploadsUnderThePrefixAreAborted() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let options = remote.options(port: proxy.port)
+        let inside = try S3Storage(location: S3Location(bucket: remote.bucket, prefix: ["p"]), accessKeyId: remote.server.user,
+                                   secretAccessKey: remote.server.secret, options: options, staleUploadAge: 0)
+        // A killed run: the part went up, the completion never came (the proxy drops it).
+        var small = options
+        small.multipartThreshold = 5 << 20
+        small.multipartPartSize = 5 << 20
+        for prefix in ["p"] {
+            let writer = try S3Storage(location: S3Location(bucket: remote.bucket, prefix: [prefix]), accessKeyId: remote.server.user,
+                                       secretAccessKey: remote.server.secret, options: small)
+            proxy.add("POST", path: "uploadId=", times: 4, .drop)
+            proxy.add("DELETE", path: "uploadId=", times: 4, .drop)  // and its abort never arrived
+            let source = remote.scratch + "/big.bin"
+            try StorageContract.randomData(count: (5 << 20) + 1).write(to: URL(fileURLWithPath: source))
+            await StorageContract.assertThrows(.transport, "a completion dropped every time") {
+                _ = try await writer.writeFile("big.bin", from: source)
+            }
+        }
+        proxy.clear()
+        let young = try S3Storage(location: S3Location(bucket: remote.bucket, prefix: ["p"]), accessKeyId: remote.server.user,
+                                  secretAccessKey: remote.server.secret, options: options)
+        let none = try await young.sweepTemporaries()
+        XCTAssertEqual(none, 0, "a young upload was aborted")
+        let aborted = try await inside.sweepTemporaries()
+        XCTAssertEqual(aborted, 1)
+        let log = proxy.log()
+        XCTAssertTrue(log.contains { $0.method == "GET" && $0.path.contains("uploads") && $0.path.contains("prefix=p%2F") }, "\(log)")
+        XCTAssertEqual(log.filter { $0.method == "DELETE" && $0.path.contains("uploadId=") }.count, 1)
+        let again = try await inside.sweepTemporaries()
+        XCTAssertEqual(again, 0, "the aborted upload is still listed")
+    }
+
     // MARK: Identity
+
+    /// Issue 11, item 5: one failed ListBuckets (500 past the retries) is Transport, never an
+    /// identity without the owner (which reset the state and re-uploaded everything); a key
+    /// that may not call ListBuckets (403 AccessDenied every time: a bucket-scoped key) gets
+    /// one identity, the same on every run.
+    func testItem05ListBucketsFailingOnceIsTransportAndRefusedForGoodIsOneStableIdentity() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let storage = try remote.storage(through: proxy)
+        let key = try await storage.identityKey()
+        XCTAssertTrue(key?.contains(" owner ") == true, key ?? "nil")
+        proxy.add("GET", times: 3, .status(500, body: "<Error><Code>InternalError</Code><Message>try again</Message></Error>"))
+        await StorageContract.assertThrows(.transport, "ListBuckets answered 500 three times") {
+            _ = try await storage.identityKey()
+        }
+        let again = try await storage.identityKey()
+        XCTAssertEqual(again, key)
+
+        let denied = "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+        proxy.add("GET", times: 2, .status(403, body: denied))
+        let scoped = try await storage.identityKey()
+        let scopedAgain = try await storage.identityKey()
+        XCTAssertEqual(scoped, scopedAgain)
+        XCTAssertEqual(scoped, "s3 \(storage.endpoint) bucket \(remote.bucket) prefix /")
+    }
 
     func testIdentityKeepsWithRotatedKeysAndChangesWithTheBucket() async throws {
         let remote = try makeRemote()

@@ -131,6 +131,18 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(listed.map(\.path), ["kept.txt"])
     }
 
+    /// Issue 11, hygiene, against rclone: the temporaries of the run's listing that are an
+    /// hour old go (by DAV:getlastmodified); not in a preview, not under a hold.
+    func testHygieneStaleTemporariesAreSweptByASyncOnly() async throws {
+        let remote = try makeRemote()
+        let root = remote.served + "/" + remote.folder + "/"
+        try await sweepHygiene(remote.storage, scratch: remote.scratch, place: { relative, age in
+            try remote.writeOnDisk(relative, Data("partial".utf8))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -age)], ofItemAtPath: root + relative)
+            Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 2)
+        }, exists: { FileManager.default.fileExists(atPath: root + $0) })
+    }
+
     func testATwentyThousandFileBackupListsAndSyncsASecondTime() async throws {
         // rclone answers Depth: infinity for 20,000 files with ~17 MB of XML: past the 10 MB that
         // XMLParser(data:) (libxml2 in one chunk) accepts, so this listing used to be refused.
@@ -490,6 +502,35 @@ final class WebDAVStorageTests: XCTestCase {
         let read = try await remote.storage(through: proxy).readBytes("d.bin")
         XCTAssertTrue(read == data, "the retried read differs")
         XCTAssertEqual(proxy.log().filter { $0.method == "GET" }.count, 3)
+    }
+
+    /// Issue 11, item 1: the server did the MOVE but its answer was lost. Sending the MOVE
+    /// again (Overwrite: T) would delete the file just placed and then find no source; the
+    /// provider asks (PROPFIND Depth 0) instead, and the write stands. The proxy forwards the
+    /// first MOVE to rclone and cuts its response at byte 0.
+    func testItem01MoveWhoseResponseIsLostIsCheckedNotRepeated() async throws {
+        let remote = try makeRemote()
+        _ = try await remote.storage.writeBytes("m.txt", Data("old".utf8))
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        proxy.add("MOVE", .cutResponse(afterBytes: 0))
+        let written = try await remote.storage(through: proxy).writeBytes("m.txt", Data("the new one".utf8))
+        XCTAssertEqual(written.size, 11)
+        let read = try await remote.storage.readBytes("m.txt")
+        XCTAssertEqual(String(decoding: read, as: UTF8.self), "the new one")
+        XCTAssertEqual(proxy.log().filter { $0.method == "MOVE" }.count, 1, "the MOVE was sent again")
+        let listed = try await remote.storage.list()
+        XCTAssertEqual(listed.first { $0.path == "m.txt" }?.remoteId, written.remoteId)
+        try assertNoTemporaryFiles(remote)
+
+        // A MOVE whose request never reached the server (dropped before it was forwarded)
+        // is found not done (the temporary is still there) and sent again.
+        proxy.clear()
+        proxy.add("MOVE", .drop)
+        _ = try await remote.storage(through: proxy).writeBytes("m.txt", Data("third".utf8))
+        let third = try await remote.storage.readBytes("m.txt")
+        XCTAssertEqual(third, Data("third".utf8))
+        XCTAssertEqual(proxy.log().filter { $0.method == "MOVE" }.count, 2)
+        try assertNoTemporaryFiles(remote)
     }
 
     func testConnectionDroppedEveryTimeIsTransport() async throws {

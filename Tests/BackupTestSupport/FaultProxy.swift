@@ -16,7 +16,8 @@ public final class FaultProxy: Sendable {
         case stall(seconds: Double)
         /// Forward, but break both connections after `bytes` of the request body.
         case cutRequest(afterBytes: Int)
-        /// Forward, but break the connection after `bytes` of the response.
+        /// Forward, but break the connection after `bytes` of the response; 0: the server acted
+        /// on the request, and the client hears nothing of it (a lost answer).
         case cutResponse(afterBytes: Int)
         /// Answer a 207 multistatus of `count` files under the path `prefix`, each carrying
         /// `padding` bytes of a dead property, generated and streamed as it goes.
