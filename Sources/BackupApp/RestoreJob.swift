@@ -196,8 +196,14 @@ extension BackupApp {
             summary.placed = files.count { $0.status == .done }
             summary.pending = files.filter { $0.status != .done }.map(\.file.remotePath)
             summary.downloadedBytes = meter.reading.bytes
-            if intoOwnSource, let profile {
-                try seedSyncState(profile, from: files, target: target)
+            // What this run placed was verified against the backup the record still matches:
+            // seeded after any run that got that far (a partial restore too), never after a
+            // resume that found another backup (the record's hashes describe the old one).
+            switch outcome {
+            case .completed, .partial, .placementRejected, .failed:
+                if intoOwnSource, let profile { try seedSyncState(profile, from: files, target: target) }
+            default:
+                break
             }
             return summary
         } catch {
