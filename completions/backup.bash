@@ -18,7 +18,7 @@ _backup_options() {
         'sync') echo '--yes --allow-shrink --dry-run --json --no-tui --profile --config --help --version' ;;
         'status') echo '--json --profile --config --help --version' ;;
         'probe') echo '--json --profile --config --help --version' ;;
-        'restore') echo '--to --remote --resume --reset-attempts --only --place --overwrite --json --no-tui --profile --config --help --version' ;;
+        'restore') echo '--to --remote --resume --reset-attempts --only --place --overwrite --abandon --json --no-tui --profile --config --help --version' ;;
         'hold') echo '--profile --config --help --version' ;;
         'hold set') echo '--profile --config --help --version' ;;
         'hold clear') echo '--profile --config --help --version' ;;

@@ -115,6 +115,7 @@ complete -c backup -n '__backup_at "restore"' -l reset-attempts -d 'With --resum
 complete -c backup -n '__backup_at "restore"' -l only -x -d 'Restore only this group; repeat for more'
 complete -c backup -n '__backup_at "restore"' -l place -x -a 'all ask' -d 'Place every group (all, the default) or ask per group (ask)'
 complete -c backup -n '__backup_at "restore"' -l overwrite -d 'Replace local files that differ; without it their group is rejected and reported'
+complete -c backup -n '__backup_at "restore"' -l abandon -d 'Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete'
 complete -c backup -n '__backup_at "restore"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "restore"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_wants_command "hold"' -a 'set' -d 'set the write hold'

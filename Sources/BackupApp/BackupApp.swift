@@ -107,9 +107,18 @@ public struct BackupApp: Sendable {
     }
 
     /// Drops the profile's local state (sync state, restore record); the remote is untouched.
+    /// The write hold and the files kept for a restore into the source are not a cache of
+    /// the remote: they are carried into the new state file.
     public func forget(_ profile: Profile) throws(AppError) -> [String] {
         let lock = try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name)
         defer { lock.release() }
+        // A state that cannot be opened (damaged) has no hold to carry over. The old store is
+        // closed before its files are removed (SQLite unlinks the WAL by name on close).
+        let statePath = paths.syncState(profile: profile.name)
+        let (hold, pending): (WriteHold, [String]) = {
+            guard FileManager.default.fileExists(atPath: statePath), let old = try? StateStore(path: statePath) else { return (.none, []) }
+            return ((try? old.hold()) ?? .none, (try? old.restorePending()) ?? [])
+        }()
         var removed: [String] = []
         for base in [paths.syncState(profile: profile.name), paths.restoreRecord(profile: profile.name)] {
             for path in [base, base + "-wal", base + "-shm"] where FileManager.default.fileExists(atPath: path) {
@@ -119,6 +128,16 @@ public struct BackupApp: Sendable {
                 } catch {
                     throw .failure("cannot remove \(path): \(error.localizedDescription)")
                 }
+            }
+        }
+        if hold != .none || !pending.isEmpty {
+            do {
+                let fresh = try StateStore(path: statePath)
+                try fresh.setHold(hold)
+                try fresh.addRestorePending(pending)
+            } catch {
+                throw .failure("forgot the state of \"\(profile.name)\" but could not keep its write hold in \(statePath): \(error); "
+                    + "set it again with `backup hold set`")
             }
         }
         return removed

@@ -122,6 +122,12 @@ extension BackupApp {
             }
             summary.target = targetPath
             let target = RestoreTarget(root: targetPath)
+            // Only a restore from the profile's own remote into its source speaks for its sync
+            // state: another backup's hashes say nothing of what this profile's remote holds.
+            let intoOwnSource = profile.map { profile in
+                request.remoteURL.map { Self.sameRemote($0, profile.remote) } ?? true
+                    && Self.sameFolder(targetPath, profile.source)
+            } ?? false
             let failures = Mutex<[String]>([])
             let engine = RestoreEngine(storage: storage, record: record, staging: target, availability: gate) { file, failure in
                 if failure.isDamage { failures.withLock { $0.append(file.remotePath) } }
@@ -171,6 +177,17 @@ extension BackupApp {
                 for refused in planned.refused { events(.note(path: refused.remotePath, message: refused.description)) }
                 try target.prepare()
                 try Self.checkFreeSpace(target, needs: planned.plan.files.compactMap(\.size))
+                if intoOwnSource, let profile {
+                    // Until restored (or abandoned), every file of the backup the source lacks is
+                    // kept on the remote by the syncs that run meanwhile: a partial restore is not
+                    // a delete. (A file the source has is the source's: the sync decides it.)
+                    let lacking = files.map(\.path).filter { path in
+                        var info = stat()
+                        return path != SyncEngine.defaultMarkerPath
+                            && FileName.withCString(targetPath + "/" + path, { lstat($0, &info) }) != 0
+                    }
+                    try openState(profile).addRestorePending(lacking)
+                }
                 events(.phase("restoring"))
                 outcome = try await engine.start(planned.plan, placement: placement, onProgress: progress)
             }
@@ -180,10 +197,46 @@ extension BackupApp {
             summary.placed = files.count { $0.status == .done }
             summary.pending = files.filter { $0.status != .done }.map(\.file.remotePath)
             summary.downloadedBytes = meter.reading.bytes
-            if case .completed = outcome, let profile, Self.sameFolder(targetPath, profile.source) {
-                try seedSyncState(profile, from: files, target: target)
+            // What this run placed was verified against the backup the record still matches:
+            // seeded after any run that got that far (a partial restore too), never after a
+            // resume that found another backup (the record's hashes describe the old one).
+            switch outcome {
+            case .completed, .partial, .placementRejected, .failed:
+                if intoOwnSource, let profile { try seedSyncState(profile, from: files, target: target) }
+            default:
+                break
             }
             return summary
+        } catch {
+            throw AppError.from(error)
+        }
+    }
+
+    /// What `backup restore --abandon` did.
+    public struct AbandonedRestore: Sendable {
+        /// Files that were kept on the remote for a restore into the source.
+        public var abandoned: Int
+        /// Of those, the ones the next sync deletes: not in the source, not kept otherwise.
+        public var toDelete: Int
+    }
+
+    /// Stops keeping on the remote the files a restore into the profile's source has not
+    /// restored yet: the next sync deletes those the source lacks.
+    public func abandonRestore(_ profile: Profile) throws(AppError) -> AbandonedRestore {
+        let lock = try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name)
+        defer { lock.release() }
+        let patterns = try Self.compilePatterns(profile)
+        do {
+            let state = try openState(profile)
+            let pending = try state.restorePending()
+            try state.abandonRestorePending()
+            let source = Self.absolute(profile.source)
+            let toDelete = pending.count { path in
+                var info = stat()
+                let present = FileName.withCString(source + "/" + path) { lstat($0, &info) } == 0
+                return !(present && !patterns.excludes.matches(path)) && !patterns.keepRemotely.matches(path)
+            }
+            return AbandonedRestore(abandoned: pending.count, toDelete: toDelete)
         } catch {
             throw AppError.from(error)
         }
@@ -210,6 +263,18 @@ extension BackupApp {
             + "nothing was downloaded. Free some space, or restore into another folder with --to")
     }
 
+    /// Whether two remote URLs name the same remote (a folder path compared as a folder).
+    static func sameRemote(_ a: String, _ b: String) -> Bool {
+        if a == b { return true }
+        let normal = { (url: String) -> String in
+            var url = url.contains("://") ? url : absolute(url)
+            while url.count > 1 && url.hasSuffix("/") { url.removeLast() }
+            return url
+        }
+        if !a.contains("://") && !b.contains("://") { return sameFolder(a, b) }
+        return normal(a) == normal(b)
+    }
+
     static func sameFolder(_ a: String, _ b: String) -> Bool {
         let resolve = { (path: String) in URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path }
         return resolve(a) == resolve(b)
@@ -217,8 +282,10 @@ extension BackupApp {
 
     /// Records every verified, placed file in the sync state and the fingerprint cache, as if
     /// a sync had uploaded it: the next sync then uploads none of them (and rereads none).
+    /// They are restored: no longer kept on the remote for the restore.
     private func seedSyncState(_ profile: Profile, from files: [RecordedFile], target: RestoreTarget) throws {
         let state = try openState(profile)
+        try state.removeRestorePending(files.filter { $0.status == .done }.map(\.file.remotePath))
         var prints: [String: Fingerprint] = [:]
         for recorded in files where recorded.status == .done {
             guard let hash = recorded.file.sha256 else { continue }

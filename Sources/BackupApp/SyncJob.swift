@@ -89,29 +89,25 @@ extension BackupApp {
                 try state.updateFingerprints(scan.newFingerprints, removing: scan.removedFingerprints)
             }
 
-            // Keep-remotely: a file the state knows, gone here, matching a pattern, stays.
-            var entries = scan.entries
-            var absent = entries.count { if case .absent = $0.source { true } else { false } }
-            // The state's entries are only needed for keep-remotely and for the hashes of
-            // absent files in the marker; a plain run does not load them twice.
-            let known = (!patterns.keepRemotely.isEmpty || absent > 0) ? try state.entries() : [:]
-            // Everything the backup holds below a folder that cannot be read now is kept,
-            // not only what the fingerprint cache knew: a permission problem never deletes.
-            let unreadable = scan.unreadableFolders.map { $0 + "/" }
-            if !patterns.keepRemotely.isEmpty || !unreadable.isEmpty {
-                let present = Set(entries.map(\.path))
-                for path in known.keys.sorted() where !present.contains(path) {
-                    let below = unreadable.contains { path.hasPrefix($0) }
-                    guard below || patterns.keepRemotely.matches(path) else { continue }
-                    entries.append(.absent(path, size: known[path]?.size ?? 0, hash: known[path]?.hash))
-                    absent += 1
-                }
+            // What stays on the remote though the source lacks it is decided by the engine
+            // from its listing, never from the state cache alone: keep_remotely patterns,
+            // everything below a folder that cannot be read now (a permission problem never
+            // deletes), and what a restore into the source has not restored yet.
+            let entries = scan.entries
+            let absent = entries.count { if case .absent = $0.source { true } else { false } }
+            var pendingRestore = try state.restorePending()
+            if !request.dryRun && !pendingRestore.isEmpty {
+                // A file back in the source is the source's again.
+                let present = Set(entries.compactMap { if case .file = $0.source { $0.path } else { nil } })
+                let back = pendingRestore.filter(present.contains)
+                try state.removeRestorePending(back)
+                pendingRestore.removeAll { present.contains($0) }
             }
-
-            let markerEntries = entries
+            let keep = Self.keepPredicate(
+                keepRemotely: patterns.keepRemotely, unreadableFolders: scan.unreadableFolders, pendingRestore: pendingRestore)
             let snapshot = SyncSnapshot(
-                entries: entries, makeMarker: { try BackupApp.marker(profile, entries: markerEntries, known: known) },
-                isEmpty: scan.isEmpty, allowShrink: request.allowShrink)
+                entries: entries, makeMarker: { held in try BackupApp.marker(profile, held: held) },
+                isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep)
 
             let meter = TransferMeter()
             let storage = meter.observing(base)
@@ -123,7 +119,9 @@ extension BackupApp {
                 hashedFiles: scan.hashedFiles, absent: absent, notes: scan.notes, symlinksSkipped: scan.symlinksSkipped)
             if request.dryRun {
                 events(.phase("listing"))
-                summary.result = .previewed(try await engine.preview(snapshot))
+                let preview = try await engine.preview(snapshot)
+                if case .wouldRun(let plan) = preview { summary.absent += plan.kept }
+                summary.result = .previewed(preview)
                 Self.reportListingNotes(remote.storage, events)
                 return summary
             }
@@ -132,6 +130,10 @@ extension BackupApp {
             let outcome = try await engine.sync(snapshot) { done, total in
                 let (sent, current) = meter.reading
                 events(.syncProgress(done: done, total: total, bytes: sent, current: current))
+            }
+            switch outcome {
+            case .completed(let report), .failed(_, let report): summary.absent += report.kept
+            case .unavailable: break
             }
             summary.result = .ran(outcome)
             Self.reportListingNotes(remote.storage, events)
@@ -143,14 +145,26 @@ extension BackupApp {
         }
     }
 
-    /// The marker for a run: the profile's groups, and the SHA-256 of every hash-compared
-    /// file (for absent ones, the hash the state last uploaded).
-    @Sendable static func marker(_ profile: Profile, entries: [SyncEntry], known: [String: StateEntry]) throws(AppError) -> Data {
+    /// Which remote files the source lacks stay on the remote: those matching keep_remotely,
+    /// those below a folder that cannot be read now, and those a restore into the source has
+    /// not restored yet.
+    static func keepPredicate(
+        keepRemotely: PatternList, unreadableFolders: [String], pendingRestore: [String]
+    ) -> @Sendable (String) -> Bool {
+        let unreadable = unreadableFolders.map { $0 + "/" }
+        let pending = Set(pendingRestore)
+        return { path in
+            pending.contains(path) || unreadable.contains { path.hasPrefix($0) } || keepRemotely.matches(path)
+        }
+    }
+
+    /// The marker for a run: the profile's groups, and the SHA-256 of every file the remote
+    /// holds as a hash-compared upload (`held`: the state after the run's uploads, so a file
+    /// whose upload was skipped keeps the hash of the bytes the remote still has).
+    @Sendable static func marker(_ profile: Profile, held: [StateEntry]) throws(AppError) -> Data {
         var hashes: [String: String] = [:]
-        for entry in entries {
-            if let hash = entry.hash ?? known[entry.path]?.hash, entry.hash != nil || entry.source == .absent {
-                hashes[entry.path] = hash
-            }
+        for entry in held {
+            if let hash = entry.hash { hashes[entry.path] = hash }
         }
         let groups = profile.groups.enumerated().map { index, group in
             MarkerGroup(name: group.name, required: group.required, patterns: group.patterns, order: index)

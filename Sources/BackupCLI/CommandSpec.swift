@@ -149,6 +149,7 @@ public enum CommandTree {
                     OptionSpec("only", .text("GROUP"), repeatable: true, help: "Restore only this group; repeat for more."),
                     OptionSpec("place", .choice(["all", "ask"]), help: "Place every group (all, the default) or ask per group (ask)."),
                     OptionSpec("overwrite", help: "Replace local files that differ; without it their group is rejected and reported."),
+                    OptionSpec("abandon", help: "Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete. Restores nothing."),
                     json, noTUI,
                 ]),
             CommandSpec(

@@ -350,8 +350,8 @@ enum Manual {
             ("Cm source", "The folder to back up (required). Regular files are backed up; symbolic links are never followed, and FIFOs, sockets and devices are skipped with a note."),
             ("Cm remote", "Where the backup goes (required); see Remotes below."),
             ("Cm exclude", "A pattern of paths never backed up. Repeat the key for more."),
-            ("Cm size_compared", "A pattern of files compared by size and modification only, never hashed: large media, disk images. Repeat for more."),
-            ("Cm keep_remotely", "A pattern of files kept on the remote after they are deleted here. Repeat for more."),
+            ("Cm size_compared", "A pattern of files compared by size and modification time only, never hashed: large media, disk images. A file uploads when its size or its modification time differs from the one recorded at its upload; a file whose time was never recorded (after `backup forget`) counts as unchanged when its size is, and its time is recorded then. Repeat for more."),
+            ("Cm keep_remotely", "A pattern of files kept on the remote after they are deleted here, decided from the remote's listing: also after `backup forget` or on a new machine. Repeat for more."),
             ("Cm group.\\& Ns Ar NAME", "A pattern of the restore group NAME. Groups are restored in the order they first appear; repeat the key for more patterns. Files in no group form a last group of their own."),
             ("Cm group.\\& Ns Ar NAME Ns Cm .required", "`yes` or `no`: a required group is restored before every other group, and a failure in it fails the restore."),
         ]
@@ -455,9 +455,11 @@ enum Manual {
         page.macro("Sh GUARANTEES AND GUARDS")
         page.paragraphs("""
             The remote is the truth and the local state only a cache of it: every sync lists the remote \
-            and compares it with the source, so `backup forget` is always safe. A sync uploads first \
+            and compares it with the source, so `backup forget` is always safe (it keeps the write hold, and \
+            the files a restore into the source has not restored yet). A sync uploads first \
             (size-compared files before hashed ones), deletes after, and writes the marker last: the marker \
-            is the commit point. Every file goes to a temporary name and is renamed into place, so no \
+            is the commit point, and it names only the hashes of bytes the remote holds (a run whose \
+            uploads were all skipped leaves it as it was). Every file goes to a temporary name and is renamed into place, so no \
             half-written file ever has its real name, and the state is saved after every write: a run \
             stopped at any point, even by `kill -9` or a power cut, continues with only what it had not \
             finished. A file that cannot be read now is kept on the remote, never deleted. If the remote's \
@@ -513,7 +515,12 @@ enum Manual {
 
             `backup restore --remote URL --to DIR` restores without a profile, as on a new machine (its record \
             is kept per target folder). A restore into a profile's own source seeds its sync state with every \
-            file it verified, so the next `backup sync` uploads none of them again.
+            file it verified, so the next `backup sync` uploads none of them again; a restore from another \
+            remote (`--remote` naming another backup) seeds nothing. Until the backup's other files are \
+            restored too (after `--only`, or a restore that stopped), every sync keeps them on the remote \
+            instead of deleting them as gone from the source; this is kept in the sync state, not the restore \
+            record, so a new restore does not lose it. `backup restore --abandon` stops keeping them and says \
+            how many files the next sync will then delete.
             """)
     }
 
@@ -559,7 +566,7 @@ enum Manual {
         page.text("The other keys of `result`, by command:")
         page.tagList([
             ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent), `unchanged`, `delete_failures` (objects with `path`, `error` and `message`, retried next run) and `unreadable` (paths not uploaded); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too."),
-            ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine, `hashMismatch`, `sizeMismatch` or `refusedPath` when a required file failed a check, and `damaged` when the marker did."),
+            ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine, `hashMismatch`, `sizeMismatch` or `refusedPath` when a required file failed a check, and `damaged` when the marker did; with `--abandon`, `abandoned` (files no longer kept) and `would_delete` (those the next sync deletes)."),
             ("Cm probe", "`profile`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`."),
         ], width: "restore")
         let reasons = [

@@ -220,6 +220,7 @@ enum SQLValue {
     case blob(Data)
 
     init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+    init(_ int: Int64?) { self = int.map { .int($0) } ?? .null }
 }
 
 struct Row {
@@ -228,6 +229,8 @@ struct Row {
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
 
     func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+    func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
 
     func text(_ column: Int32) -> String? {
         guard let text = sqlite3_column_text(statement, column) else { return nil }

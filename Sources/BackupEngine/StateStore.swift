@@ -15,12 +15,16 @@ public struct StateEntry: Sendable, Equatable {
     /// entries (hash unknown).
     public var hash: String?
     public var remoteId: String?
+    /// The local modification time (ns) a size-compared file had when it was uploaded, or
+    /// when it was first found unchanged after an adoption; nil when none is recorded.
+    public var mtimeNanoseconds: Int64?
 
-    public init(path: String, size: Int64, hash: String?, remoteId: String?) {
+    public init(path: String, size: Int64, hash: String?, remoteId: String?, mtimeNanoseconds: Int64? = nil) {
         self.path = path
         self.size = size
         self.hash = hash
         self.remoteId = remoteId
+        self.mtimeNanoseconds = mtimeNanoseconds
     }
 }
 
@@ -49,7 +53,7 @@ public struct Fingerprint: Sendable, Equatable {
 /// The persistent state of one profile's sync, shared by the engine and `backup hold`.
 public final class StateStore: Sendable {
     /// The newest format this build reads and writes (SQLite's user_version).
-    public static let formatVersion: Int64 = 2
+    public static let formatVersion: Int64 = 3
 
     public let path: String
     private let connection: LockedConnection
@@ -77,6 +81,14 @@ public final class StateStore: Sendable {
                     ) WITHOUT ROWID;
                     """)
             }
+            if from < 3 {
+                // The mtime a size-compared file was uploaded with; the remote paths a restore
+                // into the source has not restored yet (kept remotely until restored or abandoned).
+                try db.exec("""
+                    ALTER TABLE entries ADD COLUMN mtime_ns INTEGER;
+                    CREATE TABLE IF NOT EXISTS restore_pending (path TEXT PRIMARY KEY) WITHOUT ROWID;
+                    """)
+            }
         })
     }
 
@@ -95,9 +107,9 @@ public final class StateStore: Sendable {
     public func entries() throws -> [String: StateEntry] {
         try withDB { db in
             var result: [String: StateEntry] = [:]
-            try db.run("SELECT path, size, hash, remote_id FROM entries") { row in
+            try db.run("SELECT path, size, hash, remote_id, mtime_ns FROM entries") { row in
                 let path = row.text(0) ?? ""
-                result[path] = StateEntry(path: path, size: row.int(1), hash: row.text(2), remoteId: row.text(3))
+                result[path] = StateEntry(path: path, size: row.int(1), hash: row.text(2), remoteId: row.text(3), mtimeNanoseconds: row.optionalInt(4))
             }
             return result
         }
@@ -107,8 +119,9 @@ public final class StateStore: Sendable {
     public func sortedEntries() throws -> [StateEntry] {
         try withDB { db in
             var result: [StateEntry] = []
-            try db.run("SELECT path, size, hash, remote_id FROM entries ORDER BY path") { row in
-                result.append(StateEntry(path: row.text(0) ?? "", size: row.int(1), hash: row.text(2), remoteId: row.text(3)))
+            try db.run("SELECT path, size, hash, remote_id, mtime_ns FROM entries ORDER BY path") { row in
+                result.append(StateEntry(
+                    path: row.text(0) ?? "", size: row.int(1), hash: row.text(2), remoteId: row.text(3), mtimeNanoseconds: row.optionalInt(4)))
             }
             return result
         }
@@ -118,9 +131,9 @@ public final class StateStore: Sendable {
     public func put(_ entry: StateEntry) throws {
         try withDB { db in
             try db.run(
-                "INSERT INTO entries (path, size, hash, remote_id) VALUES (?1, ?2, ?3, ?4) "
-                    + "ON CONFLICT(path) DO UPDATE SET size = ?2, hash = ?3, remote_id = ?4",
-                [.text(entry.path), .int(entry.size), SQLValue(entry.hash), SQLValue(entry.remoteId)])
+                "INSERT INTO entries (path, size, hash, remote_id, mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5) "
+                    + "ON CONFLICT(path) DO UPDATE SET size = ?2, hash = ?3, remote_id = ?4, mtime_ns = ?5",
+                [.text(entry.path), .int(entry.size), SQLValue(entry.hash), SQLValue(entry.remoteId), SQLValue(entry.mtimeNanoseconds)])
         }
     }
 
@@ -154,10 +167,66 @@ public final class StateStore: Sendable {
                 for path in drop { try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
                 for entry in adopt {
                     try db.run(
-                        "INSERT OR REPLACE INTO entries (path, size, hash, remote_id) VALUES (?1, ?2, ?3, ?4)",
-                        [.text(entry.path), .int(entry.size), SQLValue(entry.hash), SQLValue(entry.remoteId)])
+                        "INSERT OR REPLACE INTO entries (path, size, hash, remote_id, mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        [.text(entry.path), .int(entry.size), SQLValue(entry.hash), SQLValue(entry.remoteId), SQLValue(entry.mtimeNanoseconds)])
                 }
             }
+        }
+    }
+
+    /// Records the modification times of known entries that had none (adopted size-compared
+    /// files found unchanged), in one transaction.
+    public func recordModificationTimes(_ times: [(path: String, mtimeNanoseconds: Int64)]) throws {
+        guard !times.isEmpty else { return }
+        try withDB { db in
+            try db.transaction {
+                for (path, mtime) in times {
+                    try db.run("UPDATE entries SET mtime_ns = ?2 WHERE path = ?1", [.text(path), .int(mtime)])
+                }
+            }
+        }
+    }
+
+    // MARK: Kept for a restore
+
+    /// The remote paths a restore into the source has not restored yet, sorted by bytes.
+    /// A sync keeps them on the remote (never deletes them) until they are restored or
+    /// abandoned; they live here, not in the restore record, which a new restore replaces.
+    public func restorePending() throws -> [String] {
+        try withDB { db in
+            var result: [String] = []
+            try db.run("SELECT path FROM restore_pending ORDER BY path") { row in result.append(row.text(0) ?? "") }
+            return result
+        }
+    }
+
+    /// Adds paths to keep for a restore, in one transaction.
+    public func addRestorePending(_ paths: [String]) throws {
+        guard !paths.isEmpty else { return }
+        try withDB { db in
+            try db.transaction {
+                for path in paths { try db.run("INSERT OR IGNORE INTO restore_pending (path) VALUES (?1)", [.text(path)]) }
+            }
+        }
+    }
+
+    /// Forgets paths kept for a restore (restored, or present in the source again).
+    public func removeRestorePending(_ paths: [String]) throws {
+        guard !paths.isEmpty else { return }
+        try withDB { db in
+            try db.transaction {
+                for path in paths { try db.run("DELETE FROM restore_pending WHERE path = ?1", [.text(path)]) }
+            }
+        }
+    }
+
+    /// Forgets every path kept for a restore (`backup restore --abandon`); returns how many.
+    @discardableResult
+    public func abandonRestorePending() throws -> Int {
+        try withDB { db in
+            let count = try db.scalarInt("SELECT COUNT(*) FROM restore_pending") ?? 0
+            try db.exec("DELETE FROM restore_pending")
+            return Int(count)
         }
     }
 

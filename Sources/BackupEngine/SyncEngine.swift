@@ -87,12 +87,15 @@ public final class SyncEngine: Sendable {
         // Rule 2: the state follows the listing before anything is decided from it.
         try state.reconcile(drop: plan.drop, adopt: plan.adopt)
         report.unchanged = plan.unchanged
+        report.kept = plan.kept
 
         // Rules 4 and 11: the guards, before any write.
         if let refusal = plan.refusal { return .unavailable(refusal) }
         // What stopped runs left on the remote goes before this run writes (best effort).
         if let stop = try checkBeforeWrite() { return stop }
         _ = try? await storage.sweepTemporaries()
+        // An adopted size-compared file found unchanged keeps the mtime it has now.
+        try state.recordModificationTimes(plan.recordTimes)
 
         let uploads = plan.uploads
         let deletes = plan.deletes
@@ -131,10 +134,15 @@ public final class SyncEngine: Sendable {
             onProgress(done, total)
         }
 
-        if markerNeeded {
+        // A run whose planned uploads were all skipped leaves the marker as it is: it already
+        // describes what the remote holds.
+        if markerNeeded && (plan.markerMissing || !report.uploaded.isEmpty) {
             if let stop = try checkBeforeWrite() { return stop }
-            // A marker that cannot be made is the local side's failure: it is thrown.
-            let markerBytes = try snapshot.marker()
+            // The marker describes what the remote holds now: the state, which recorded every
+            // upload as it landed (every upload in flight has finished by now). A marker that
+            // cannot be made is the local side's failure: it is thrown.
+            let held = try state.sortedEntries().filter { $0.path != markerPath }
+            let markerBytes = try snapshot.marker(held)
             do {
                 // Everything before the marker is made durable first, then the marker itself:
                 // a marker on the remote always describes files that are really there.
@@ -176,7 +184,13 @@ public final class SyncEngine: Sendable {
         var uploads: [SyncEntry]
         var deletes: [String]
         var markerNeeded: Bool
+        /// Whether the remote holds no marker now.
+        var markerMissing: Bool
         var unchanged: Int
+        /// Known entries the snapshot lacks that `snapshot.keep` keeps.
+        var kept: Int
+        /// Size-compared entries found unchanged whose state entry has no mtime yet.
+        var recordTimes: [(path: String, mtimeNanoseconds: Int64)]
     }
 
     private func makePlan(_ snapshot: SyncSnapshot, listing: [RemoteFile], providerKey: String?) throws -> Plan {
@@ -242,10 +256,13 @@ public final class SyncEngine: Sendable {
         }
 
         // Rule 5: the diff; rule 6: known entries the snapshot lacks are deleted (never the
-        // marker, never an Absent entry, which counts as present).
+        // marker, never an Absent entry, which counts as present, never one the snapshot keeps:
+        // asked of the listing's files, so it holds without the state).
         var uploadIndices: [Int] = []
         var deletes: [String] = []
         var unchanged = 0
+        var kept = 0
+        var recordTimes: [(path: String, mtimeNanoseconds: Int64)] = []
         var n = 0
         var i = 0
         while n < known.count || i < local.count {
@@ -257,7 +274,7 @@ public final class SyncEngine: Sendable {
             }
             let order = entry == nil ? -1 : n == known.count ? 1 : ByteOrder.compare(known[n].path, entry?.path ?? "")
             if order < 0 {
-                deletes.append(known[n].path)
+                if snapshot.keep(known[n].path) { kept += 1 } else { deletes.append(known[n].path) }
                 n += 1
                 continue
             }
@@ -266,8 +283,13 @@ public final class SyncEngine: Sendable {
             i += 1
             guard let entry else { continue }
             if case .absent = entry.source { continue }
-            let changed = entry.hash.map { match?.hash != $0 } ?? (match == nil || match?.size != entry.size)
+            // Size-compared: the size, and the mtime recorded at upload where one is recorded.
+            let changed = entry.hash.map { match?.hash != $0 } ?? (match == nil || match?.size != entry.size
+                || (entry.mtimeNanoseconds != nil && match?.mtimeNanoseconds != nil && match?.mtimeNanoseconds != entry.mtimeNanoseconds))
             if changed { uploadIndices.append(index) } else { unchanged += 1 }
+            if !changed, entry.hash == nil, let mtime = entry.mtimeNanoseconds, match?.mtimeNanoseconds == nil {
+                recordTimes.append((entry.path, mtime))
+            }
         }
         // Rule 7: size-compared first, each kind in snapshot order.
         uploadIndices.sort()
@@ -281,13 +303,14 @@ public final class SyncEngine: Sendable {
         } else if let shrink = policy.shrinkGuard, !snapshot.allowShrink {
             // Rule 11: the shrink guard.
             let count = remoteFiles.count
-            if count >= shrink.minRemoteEntries, Double(deletes.count) > shrink.maxDeleteFraction * Double(count) {
+            if count >= shrink.minRemoteEntries, shrink.exceeded(deletes: deletes.count, known: count) {
                 refusal = .shrinkSuspected(deletes: deletes.count, known: count)
             }
         }
         return Plan(
             identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
-            uploads: uploads, deletes: deletes, markerNeeded: !uploads.isEmpty || remoteMarker == nil, unchanged: unchanged)
+            uploads: uploads, deletes: deletes, markerNeeded: !uploads.isEmpty || remoteMarker == nil,
+            markerMissing: remoteMarker == nil, unchanged: unchanged, kept: kept, recordTimes: recordTimes)
     }
 
     private enum Beginning {
@@ -324,7 +347,7 @@ public final class SyncEngine: Sendable {
         if let refusal = plan.refusal { return .unavailable(refusal) }
         return .wouldRun(SyncPreview(
             uploads: plan.uploads, deletes: plan.deletes, markerUpload: plan.markerNeeded,
-            unchanged: plan.unchanged, identityReset: plan.identityChange == .reset))
+            unchanged: plan.unchanged, identityReset: plan.identityChange == .reset, kept: plan.kept))
     }
 
     /// Uploads `entries` with up to `transfers` in flight, recording each in the state as it
@@ -366,7 +389,8 @@ public final class SyncEngine: Sendable {
                 inFlight -= 1
                 switch result {
                 case .success(let file):
-                    try state.put(StateEntry(path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId))
+                    try state.put(StateEntry(
+                        path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId, mtimeNanoseconds: entry.mtimeNanoseconds))
                     report.uploaded.append(entry.path)
                     report.uploadedBytes += file.size
                 case .failure(let error as LocalFileError):

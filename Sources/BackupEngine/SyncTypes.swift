@@ -23,12 +23,16 @@ public struct SyncEntry: Sendable, Equatable {
     /// The SHA-256 (lowercase hex) of a hash-compared entry; nil for a size-compared one.
     public var hash: String?
     public var source: SyncSource
+    /// The local modification time (ns) of a size-compared entry: it uploads when this
+    /// differs from the one the state recorded at upload (nil: compared by size alone).
+    public var mtimeNanoseconds: Int64?
 
-    public init(path: String, size: Int64, hash: String?, source: SyncSource) {
+    public init(path: String, size: Int64, hash: String?, source: SyncSource, mtimeNanoseconds: Int64? = nil) {
         self.path = path
         self.size = size
         self.hash = hash
         self.source = source
+        self.mtimeNanoseconds = mtimeNanoseconds
     }
 
     /// An entry that exists but must not be touched on the remote this run.
@@ -41,25 +45,39 @@ public struct SyncEntry: Sendable, Equatable {
 public struct SyncSnapshot: Sendable {
     /// Every file, in the order hash-compared uploads should happen.
     public var entries: [SyncEntry]
-    /// Makes the marker's bytes, uploaded last (rule 7) to `SyncEngine.markerPath`. Called
-    /// only by a run that writes the marker: most runs of a large tree change nothing, and
-    /// encoding a marker of every file's hash is not free.
-    public var marker: @Sendable () throws -> Data
+    /// Makes the marker's bytes, uploaded last (rule 7) to `SyncEngine.markerPath`, from
+    /// what the remote holds at that point: the state's entries (the marker excluded), each
+    /// with the hash and size recorded when it was uploaded, so an upload skipped this run
+    /// never publishes a hash the remote lacks. Called only by a run that writes the marker:
+    /// most runs of a large tree change nothing, and encoding a marker is not free.
+    public var marker: @Sendable (_ held: [StateEntry]) throws -> Data
+    /// Remote files the snapshot lacks that stay on the remote (as if `.absent`): asked of
+    /// every listed path with no snapshot entry, so what is kept never depends on the state
+    /// cache (keep_remotely patterns, folders that cannot be read, files a restore has not
+    /// restored yet).
+    public var keep: @Sendable (_ path: String) -> Bool
     /// Whether the local side holds nothing the person made. Pass it explicitly when
     /// scaffold files are always listed; it defaults to `entries.isEmpty`.
     public var isEmpty: Bool
     /// Lifts the shrink guard (rule 11) for this run only.
     public var allowShrink: Bool
 
-    public init(entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false) {
-        self.init(entries: entries, makeMarker: { marker }, isEmpty: isEmpty, allowShrink: allowShrink)
+    public init(
+        entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,
+        keep: @escaping @Sendable (String) -> Bool = { _ in false }
+    ) {
+        self.init(entries: entries, makeMarker: { _ in marker }, isEmpty: isEmpty, allowShrink: allowShrink, keep: keep)
     }
 
-    public init(entries: [SyncEntry], makeMarker: @escaping @Sendable () throws -> Data, isEmpty: Bool? = nil, allowShrink: Bool = false) {
+    public init(
+        entries: [SyncEntry], makeMarker: @escaping @Sendable (_ held: [StateEntry]) throws -> Data, isEmpty: Bool? = nil,
+        allowShrink: Bool = false, keep: @escaping @Sendable (String) -> Bool = { _ in false }
+    ) {
         self.entries = entries
         self.marker = makeMarker
         self.isEmpty = isEmpty ?? entries.isEmpty
         self.allowShrink = allowShrink
+        self.keep = keep
     }
 }
 
@@ -73,6 +91,18 @@ public struct ShrinkGuard: Sendable, Equatable {
     public init(maxDeleteFraction: Double = 0.5, minRemoteEntries: Int = 4) {
         self.maxDeleteFraction = maxDeleteFraction
         self.minRemoteEntries = minRemoteEntries
+    }
+
+    /// Whether deleting `deletes` of `known` entries exceeds the fraction, in exact integer
+    /// arithmetic: the fraction is taken as the decimal it was written as (to a millionth),
+    /// so 57 of 100 at 0.57 is exactly the fraction and allowed (in floating point
+    /// 0.57 × 100 is 56.99999999999999, which refused it).
+    public func exceeded(deletes: Int, known: Int) -> Bool {
+        let scale: Int64 = 1_000_000
+        if maxDeleteFraction.isNaN { return false }  // as the comparison with NaN always was
+        let fraction = min(max(maxDeleteFraction, 0), 1)
+        let parts = Int64((fraction * Double(scale)).rounded())
+        return Int128(deletes) * Int128(scale) > Int128(parts) * Int128(known)
     }
 }
 
@@ -145,6 +175,8 @@ public struct SyncReport: Sendable, Equatable {
     public var identityReset: Bool = false
     /// Whether the marker was uploaded.
     public var markerUploaded: Bool = false
+    /// Remote files the snapshot lacks that were kept (`SyncSnapshot.keep`).
+    public var kept: Int = 0
 
     public init() {}
 }
@@ -174,6 +206,8 @@ public struct SyncPreview: Sendable, Equatable {
     public var unchanged: Int
     /// Whether the remote's identity changed since the last run (a full re-upload).
     public var identityReset: Bool
+    /// Remote files the snapshot lacks that would be kept (`SyncSnapshot.keep`).
+    public var kept: Int = 0
 
     /// The bytes the uploads would send.
     public var uploadBytes: Int64 { uploads.reduce(0) { $0 + $1.size } }

@@ -201,7 +201,8 @@ final class FolderLister: Sendable {
     private func file(_ path: String, size: Int64, mtimeNanoseconds mtime: Int64, inode: UInt64, device: UInt64) -> WalkItem {
         let absolute = basePrefix + path
         if sizeCompared.matches(path) {
-            return .file(SyncEntry(path: path, size: size, hash: nil, source: .file(absolute)), job: nil, cached: false)
+            return .file(
+                SyncEntry(path: path, size: size, hash: nil, source: .file(absolute), mtimeNanoseconds: mtime), job: nil, cached: false)
         }
         let cached = cache[path]
         if let cached, cached.matches(size: size, mtimeNanoseconds: mtime, inode: inode) {

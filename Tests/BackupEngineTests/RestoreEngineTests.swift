@@ -262,6 +262,8 @@ final class RestoreEngineTests: XCTestCase {
         _ = completedAt(try await f.engine.resume())
         XCTAssertEqual(f.storage.calls.first, .list, "the probe comes first")
         XCTAssertEqual(f.downloads, ["notes.md"], "a done file is never downloaded again")
+        XCTAssertEqual(f.storage.calls.filter { if case .prefetch = $0 { true } else { false } }, [.prefetch(["notes.md"])],
+                       "nor asked for: only pending files are prefetched")
     }
 
     func testRestoreRule07ResumeSourceChangedWhenTheMarkerChanged() async throws {

@@ -123,4 +123,20 @@ extension StateStoreTests {
         XCTAssertEqual(try store.entries().keys.sorted(), ["kept"])
         XCTAssertEqual(try store.fingerprints(), [:])
     }
+
+    func testFormatThreeRecordsModificationTimesAndWhatIsKeptForARestore() throws {
+        let path = dir + "/sync.db"
+        let store = try StateStore(path: path)
+        try store.put(StateEntry(path: "disk.img", size: 4, hash: nil, remoteId: nil, mtimeNanoseconds: 1_700_000_000_000_000_001))
+        try store.put(StateEntry(path: "adopted.img", size: 4, hash: nil, remoteId: nil))
+        try store.recordModificationTimes([("adopted.img", 7)])
+        try store.addRestorePending(["photos/2.jpg", "photos/1.jpg"])
+        try store.removeRestorePending(["photos/2.jpg"])
+        let reopened = try StateStore(path: path)
+        XCTAssertEqual(try reopened.entries()["disk.img"]?.mtimeNanoseconds, 1_700_000_000_000_000_001)
+        XCTAssertEqual(try reopened.sortedEntries().map(\.mtimeNanoseconds), [7, 1_700_000_000_000_000_001])
+        XCTAssertEqual(try reopened.restorePending(), ["photos/1.jpg"])
+        XCTAssertEqual(try reopened.abandonRestorePending(), 1)
+        XCTAssertEqual(try reopened.restorePending(), [])
+    }
 }

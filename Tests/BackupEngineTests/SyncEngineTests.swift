@@ -234,15 +234,25 @@ final class SyncEngineTests: XCTestCase {
         let statePath = f.statePath
         let remoteRoot = f.remoteRoot
         // Before every put, a second connection (as another process would) must see exactly
-        // the files already on the remote disk, with their sizes.
+        // the files already on the remote disk, with their sizes and the hashes of their bytes.
         f.storage.setHook { call, _ in
             guard case .put = call else { return }
-            let onDisk = try FileManager.default.contentsOfDirectory(atPath: remoteRoot)
-                .filter { !$0.hasPrefix(".backup-") }.sorted()
-            let recorded = try StateStore(path: statePath).entries().keys.sorted()
-            XCTAssertEqual(recorded, onDisk)
+            var onDisk: [String: (Int64, String)] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: remoteRoot) where !name.hasPrefix(".backup-") {
+                let data = try Data(contentsOf: URL(fileURLWithPath: remoteRoot + "/" + name))
+                onDisk[name] = (Int64(data.count), SHA256Hasher.hex(data))
+            }
+            let recorded = try StateStore(path: statePath).entries()
+            XCTAssertEqual(recorded.keys.sorted(), onDisk.keys.sorted())
+            for (path, entry) in recorded {
+                XCTAssertEqual(entry.size, onDisk[path]?.0, path)
+                XCTAssertEqual(entry.hash, onDisk[path]?.1, path)
+            }
         }
-        _ = completed(try await f.engine.sync(snapshot((0..<6).map { hashed("f\($0).txt", "\($0)") })))
+        let files = (0..<6).map { hashed("f\($0).txt", String(repeating: "\($0)", count: $0 + 1)) }
+        _ = completed(try await f.engine.sync(snapshot(files)))
+        // A second run that changes every file: the state must follow each new upload too.
+        _ = completed(try await f.engine.sync(snapshot(files.map { hashed($0.path, "changed " + $0.path) })))
         XCTAssertEqual(try StateStore(path: statePath).entries().count, 6)
     }
 

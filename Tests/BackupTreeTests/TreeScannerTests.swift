@@ -41,6 +41,13 @@ final class TreeScannerTests: XCTestCase {
         return data
     }
 
+    /// A source file's modification time in nanoseconds, as the scan records it.
+    private func mtime(_ path: String) throws -> Int64 {
+        var info = stat()
+        XCTAssertEqual(lstat(root + "/" + path, &info), 0)
+        return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    }
+
     private func scan(_ options: ScanOptions = ScanOptions(), cache: [String: Fingerprint] = [:]) throws -> ScanResult {
         try TreeScanner(root: root, options: options).scan(cache: cache)
     }
@@ -276,7 +283,7 @@ final class TreeScannerTests: XCTestCase {
             result.entries,
             [
                 SyncEntry(path: "a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8)), source: .file(root + "/a.txt")),
-                SyncEntry(path: "disk.iso", size: 9, hash: nil, source: .file(root + "/disk.iso")),
+                SyncEntry(path: "disk.iso", size: 9, hash: nil, source: .file(root + "/disk.iso"), mtimeNanoseconds: try mtime("disk.iso")),
             ])
         XCTAssertEqual(log.files.withLock { $0 }, ["a.txt"])
         XCTAssertEqual(result.hashedFiles, 1)

@@ -10,6 +10,22 @@ enum RestoreCommand {
         if command.flag("reset-attempts") && !command.flag("resume") {
             throw AppError(.usage, "--reset-attempts goes with --resume; see `backup restore --help`")
         }
+        if command.flag("abandon") {
+            guard let profile, command.value("remote") == nil else {
+                throw AppError(.usage, "--abandon goes with a profile (not --remote): it stops keeping that profile's unrestored files")
+            }
+            let abandoned = try app.abandonRestore(profile)
+            if output.json {
+                output.emit(["event": "result", "status": "completed", "profile": profile.name,
+                             "abandoned": abandoned.abandoned, "would_delete": abandoned.toDelete])
+            } else if abandoned.abandoned == 0 {
+                output.summary("nothing was kept on the remote for a restore into \(profile.source); the next sync deletes nothing because of it")
+            } else {
+                output.summary("no longer keeping \(abandoned.abandoned) file(s) that the restore into \(profile.source) did not restore; "
+                    + "the next sync will delete \(abandoned.toDelete) of them from the remote (those the source lacks)")
+            }
+            return .success
+        }
         var request = RestoreRequest(
             target: command.value("to"), remoteURL: command.value("remote"), resume: command.flag("resume"),
             resetAttempts: command.flag("reset-attempts"), only: command.all("only"), overwrite: command.flag("overwrite"))

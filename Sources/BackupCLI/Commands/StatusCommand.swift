@@ -43,7 +43,13 @@ enum StatusCommand {
         case .ran:
             break
         }
-        if output.json { output.emit(result) } else { output.summary(lines: lines) }
+        if output.json {
+            output.emit(result)
+            // Every JSON run ends with its result line (the man page's JSON OUTPUT).
+            output.emit(["event": "result", "status": "completed", "profile": profile.name])
+        } else {
+            output.summary(lines: lines)
+        }
         return .success
     }
 }
