@@ -136,6 +136,8 @@ extension BackupApp {
             }
 
             let outcome: RestoreOutcome
+            // The writer the restored backup's marker names (nil on --resume: not read again).
+            var restoredWriter: String?
             if request.resume {
                 events(.phase("restoring"))
                 try target.prepare()
@@ -150,6 +152,7 @@ extension BackupApp {
                     summary.result = .probe(probe)
                     return summary
                 }
+                restoredWriter = (try? Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count)))?.writer
                 let planned: PlannedRestore
                 do {
                     let only = request.only.isEmpty ? nil : Set(request.only)
@@ -181,6 +184,12 @@ extension BackupApp {
             summary.downloadedBytes = meter.reading.bytes
             if case .completed = outcome, let profile, Self.sameFolder(targetPath, profile.source) {
                 try seedSyncState(profile, from: files, target: target)
+                // A restore from the profile's own remote into its source takes the backup's
+                // writer over: the next sync (the new-machine flow) writes over its marker
+                // without --take-over, and the marker then names this profile.
+                if let restoredWriter, request.remoteURL == nil || request.remoteURL == profile.remote {
+                    try openState(profile).setMeta(Self.adoptedWriterKey, restoredWriter)
+                }
             }
             return summary
         } catch {
