@@ -103,6 +103,8 @@ complete -c backup -n '__backup_at "init"' -l exclude -x -d 'A gitignore-style p
 complete -c backup -n '__backup_at "init"' -l force -d 'Replace an existing profile of the same name'
 complete -c backup -n '__backup_at "sync"' -l yes -d 'Consent to the first write to this remote'
 complete -c backup -n '__backup_at "sync"' -l allow-shrink -d 'Lift the shrink guard for this run: allow deleting more than half of the backup'
+complete -c backup -n '__backup_at "sync"' -l allow-missing-remote -d 'Lift the remote-missing guard for this run: write to a remote synced before that now holds nothing (check first that it is not an unmounted disk)'
+complete -c backup -n '__backup_at "sync"' -l take-over -d 'Write over a backup whose marker names another writer (another profile or machine), making this profile the remote\'s writer'
 complete -c backup -n '__backup_at "sync"' -l dry-run -d 'Show what would be uploaded and deleted; write nothing'
 complete -c backup -n '__backup_at "sync"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "sync"' -l no-tui -d 'Run without the full-screen interface even on a terminal'

@@ -47,14 +47,54 @@ public struct BackupApp: Sendable {
 
     // MARK: init
 
-    /// Writes a profile (the `init` command). The source must be a folder; a folder remote
-    /// must exist (it is never created: a missing one is usually an unmounted disk).
+    /// Writes a profile (the TUI's first-run screen): `initProfile(_:replace:creatingRemote:)`
+    /// without contacting a server, so only a folder remote's last folder is created.
     public func initProfile(_ profile: Profile, replace: Bool) throws(AppError) -> Profile {
-        var config = try loadConfig()
+        let (checked, config) = try checkedProfile(profile, replace: replace)
+        _ = try Self.createFolderRemote(checked.remote)
+        var saving = config
+        try saving.save(checked)
+        return checked
+    }
+
+    /// `backup init`: checks the profile, creates the last folder of the remote path where it
+    /// is missing, then writes the profile. One rule for every provider: a folder remote's last
+    /// folder is created only when its parent exists (a missing parent is usually an unmounted
+    /// disk); a WebDAV folder by MKCOL (its parent must exist); S3 never creates a bucket, and a
+    /// prefix needs no folder. A sync never creates the remote folder. Returns the profile and
+    /// the lines to show: where a folder was created (for a folder remote, the mount point of
+    /// the filesystem it is on, so an unmounted disk shows), or why it could not be.
+    public func initProfile(_ profile: Profile, replace: Bool, creatingRemote: Bool) async throws(AppError) -> (profile: Profile, notes: [String]) {
+        let (checked, config) = try checkedProfile(profile, replace: replace)
+        var notes: [String] = []
+        if let created = try Self.createFolderRemote(checked.remote) { notes.append(created) }
+        if creatingRemote, case .webdav? = try? RemoteURL.parse(checked.remote) {
+            let remote = try Remotes.open(checked.remote, settings: checked.settings, environment: environment)
+            if let webdav = remote.storage as? WebDAVStorage {
+                do {
+                    if try await webdav.createRemoteFolder() { notes.append("created the remote folder \(remote.displayURL)") }
+                } catch {
+                    notes.append("could not create the remote folder \(remote.displayURL): \(AppError.from(error).message); "
+                        + "the profile is written: create the folder on the server (or correct the URL) before the first sync")
+                }
+            } else if let reason = remote.unavailableBecause {
+                notes.append("the remote folder was not created: \(reason); the first sync needs it to exist")
+            }
+        }
+        var saving = config
+        try saving.save(checked)
+        return (checked, notes)
+    }
+
+    /// The profile as it will be saved, checked, and the config it goes into.
+    private func checkedProfile(_ profile: Profile, replace: Bool) throws(AppError) -> (Profile, Config) {
+        let config = try loadConfig()
         if config.profile(profile.name) != nil && !replace {
             throw .usage("profile \"\(profile.name)\" already exists in \(configPath); pass --force to replace it")
         }
         var profile = profile
+        // A replaced profile keeps its writer id: its remote's marker names it.
+        profile.writer = profile.writer ?? config.profile(profile.name)?.writer ?? Profile.makeWriterId(profile: profile.name)
         profile.source = Self.absolute(profile.source)
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: profile.source, isDirectory: &isFolder), isFolder.boolValue else {
@@ -62,14 +102,48 @@ public struct BackupApp: Sendable {
         }
         if !profile.remote.contains("://") { profile.remote = Self.absolute(profile.remote) }
         _ = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)
-        if case .folder(let folder) = try? RemoteURL.parse(profile.remote),
-            !FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) || !isFolder.boolValue
-        {
-            throw .usage("the remote folder \(folder) does not exist; mount the disk or create the folder, then run init again")
-        }
         try Self.compilePatterns(profile)
-        try config.save(profile)
-        return profile
+        return (profile, config)
+    }
+
+    /// Creates a folder remote's last folder when it is missing and its parent exists; nil
+    /// when it exists already (or the remote is not a folder). A missing parent is refused:
+    /// it is usually a disk that is not mounted.
+    static func createFolderRemote(_ remote: String) throws(AppError) -> String? {
+        guard case .folder(let folder)? = try? RemoteURL.parse(remote) else { return nil }
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) {
+            guard isFolder.boolValue else { throw .usage("the remote \(folder) is a file, not a folder; name a folder") }
+            return nil
+        }
+        let parent = (folder as NSString).deletingLastPathComponent
+        guard FileManager.default.fileExists(atPath: parent, isDirectory: &isFolder), isFolder.boolValue else {
+            throw .usage("the remote folder \(folder) does not exist, and neither does its parent \(parent): is the disk "
+                + "mounted? Mount it, or create the parent folder, then run init again")
+        }
+        if FileName.withCString(folder, { mkdir($0, 0o755) }) != 0 && errno != EEXIST {
+            throw .usage("cannot create the remote folder \(folder): \(String(cString: strerror(errno)))")
+        }
+        let mount = mountPoint(of: folder)
+        return "created the remote folder \(folder) on the filesystem mounted at \(mount)"
+            + (mount == "/" ? " (the system disk: if the backup should go to another disk, that disk is not mounted)" : "")
+    }
+
+    /// The mount point of the filesystem `path` is on: the highest folder above it on the same
+    /// device (st_dev), symbolic links resolved first.
+    static func mountPoint(of path: String) -> String {
+        var current = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        func device(_ path: String) -> dev_t? {
+            var info = stat()
+            return FileName.withCString(path, { stat($0, &info) }) == 0 ? info.st_dev : nil
+        }
+        guard let dev = device(current) else { return current }
+        while current != "/" {
+            let parent = (current as NSString).deletingLastPathComponent
+            guard device(parent) == dev else { break }
+            current = parent
+        }
+        return current
     }
 
     static func absolute(_ path: String) -> String {
@@ -91,6 +165,31 @@ public struct BackupApp: Sendable {
         for group in profile.groups { _ = try compile(group.patterns, "group.\(group.name)") }
         return (try compile(profile.excludes, "exclude"), try compile(profile.sizeCompared, "size_compared"),
                 try compile(profile.keepRemotely, "keep_remotely"))
+    }
+
+    /// The writer id of `profile`, made when it has none (a profile written before there were
+    /// writer ids): saved into its config section, or, for a profile that is not in the config
+    /// file, kept in its state. With `persist` false (a dry run) nothing is saved.
+    func writerId(_ profile: Profile, state: StateStore, persist: Bool) throws(AppError) -> String {
+        if let writer = profile.writer { return writer }
+        var config = try loadConfig()
+        if var saved = config.profile(profile.name) {
+            if let writer = saved.writer { return writer }
+            let writer = Profile.makeWriterId(profile: profile.name)
+            if persist {
+                saved.writer = writer
+                try config.save(saved)
+            }
+            return writer
+        }
+        do {
+            if let writer = try state.meta(Self.writerKey) { return writer }
+            let writer = Profile.makeWriterId(profile: profile.name)
+            if persist { try state.setMeta(Self.writerKey, writer) }
+            return writer
+        } catch {
+            throw AppError.from(error)
+        }
     }
 
     // MARK: hold, forget

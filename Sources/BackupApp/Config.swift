@@ -44,6 +44,9 @@ public struct Profile: Sendable, Equatable {
     public var groups: [ProfileGroup] = []
     /// Provider settings: user, password_command, ca_file, transfers, region, endpoint, path_style.
     public var settings: [String: String] = [:]
+    /// The writer id this profile's markers carry (made by `init`); nil in a profile written
+    /// before there were writer ids, until its first sync that writes makes one.
+    public var writer: String?
 
     public init(name: String, source: String, remote: String) {
         self.name = name
@@ -54,11 +57,12 @@ public struct Profile: Sendable, Equatable {
     /// The keys a profile may have (besides `group.NAME` and `group.NAME.required`).
     public static let providerKeys = ["user", "password_command", "ca_file", "transfers", "region", "endpoint", "path_style"]
     static let listKeys = ["exclude", "size_compared", "keep_remotely"]
-    static let singleKeys = ["source", "remote"] + providerKeys
+    static let singleKeys = ["source", "remote", "writer"] + providerKeys
 
     /// The section's lines, in a stable order.
     func lines() -> [String] {
         var out = ["[\(name)]", "source = \(source)", "remote = \(remote)"]
+        if let writer { out.append("writer = \(writer)") }
         out += excludes.map { "exclude = \($0)" }
         out += sizeCompared.map { "size_compared = \($0)" }
         out += keepRemotely.map { "keep_remotely = \($0)" }
@@ -181,6 +185,9 @@ public struct Config: Sendable, Equatable {
             case "remote":
                 guard profile.remote.isEmpty else { throw error(number, "key \"remote\" is set twice in [\(profile.name)]") }
                 profile.remote = value
+            case "writer":
+                guard profile.writer == nil else { throw error(number, "key \"writer\" is set twice in [\(profile.name)]") }
+                profile.writer = value
             case "exclude": profile.excludes.append(try pattern(value, key, number, profile))
             case "size_compared": profile.sizeCompared.append(try pattern(value, key, number, profile))
             case "keep_remotely": profile.keepRemotely.append(try pattern(value, key, number, profile))
@@ -281,6 +288,17 @@ extension Profile {
     public static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && name.count <= 64
             && name.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0) }
+    }
+
+    /// A new writer id for this profile: its name and the machine's, and 8 random hex digits,
+    /// so that a refusal can say whose backup a remote holds.
+    public static func makeWriterId(profile: String) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        let safeHost = String(host.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0) })
+        let random = String(UInt32.random(in: .min ... .max), radix: 16)
+        return "\(profile)@\(safeHost.isEmpty ? "host" : safeHost)-\(String(repeating: "0", count: 8 - random.count))\(random)"
     }
 
     mutating func setGroup(_ name: String, _ change: (inout ProfileGroup) -> Void) {

@@ -53,6 +53,7 @@ struct ObservedStorage: RemoteStorage {
     let onTransfer: @Sendable (_ path: String, _ finishedBytes: Int64?) -> Void
 
     func identityKey() async throws -> String? { try await base.identityKey() }
+    func ensureIdentityKey() async throws -> String? { try await base.ensureIdentityKey() }
     func list() async throws -> [RemoteFile] { try await base.list() }
 
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
@@ -110,6 +111,7 @@ final class PrefetchedListing: RemoteStorage {
     }
 
     func identityKey() async throws -> String? { try await base.identityKey() }
+    func ensureIdentityKey() async throws -> String? { try await base.ensureIdentityKey() }
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { try await base.writeBytes(path, data) }
     func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { try await base.writeFile(path, from: localPath) }
     func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }

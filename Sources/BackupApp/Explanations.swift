@@ -47,6 +47,22 @@ public enum Explanations {
                     + "Check that the source is complete (an unmounted disk?)",
                 scripted: "this run would delete \(deletes) of the \(known) files in the backup (more than half): nothing was written. "
                     + "Check that the source is complete (an unmounted disk?); if you really deleted them, run again with --allow-shrink")
+        case .remoteMissing:
+            Explanation(
+                what: "\(remote) was synced from here before and now holds no files and no marker: nothing was written. "
+                    + "Is the disk mounted, the share connected, the URL right?",
+                scripted: "\(remote) was synced from here before and now holds no files and no marker: nothing was written. "
+                    + "Is the disk mounted, the share connected, the URL right? If the backup there is really gone, "
+                    + "run again with --allow-missing-remote to write a new one")
+        case .otherWriter(let writer):
+            Explanation(
+                what: "\(remote) holds the backup of another writer (\(TerminalText.visible(writer))): nothing was written. "
+                    + "Two profiles or machines on one remote would delete each other's files; point this profile at "
+                    + "its own remote",
+                scripted: "\(remote) holds the backup of another writer (\(TerminalText.visible(writer))): nothing was written. "
+                    + "Two profiles or machines on one remote would delete each other's files; point this profile at "
+                    + "its own remote, restore that backup here first (`backup restore`), or run again with --take-over "
+                    + "to make this profile the remote's writer")
         case .writeHeld(let reason):
             Explanation(
                 what: "the write hold is set (\(reason)): nothing was written",

@@ -143,6 +143,8 @@ extension BackupApp {
             }
 
             let outcome: RestoreOutcome
+            // The writer the restored backup's marker names (nil on --resume: not read again).
+            var restoredWriter: String?
             if request.resume {
                 events(.phase("restoring"))
                 try target.prepare()
@@ -157,6 +159,7 @@ extension BackupApp {
                     summary.result = .probe(probe)
                     return summary
                 }
+                restoredWriter = (try? Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count)))?.writer
                 let planned: PlannedRestore
                 do {
                     let only = request.only.isEmpty ? nil : Set(request.only)
@@ -205,6 +208,12 @@ extension BackupApp {
                 if intoOwnSource, let profile { try seedSyncState(profile, from: files, target: target) }
             default:
                 break
+            }
+            // A completed restore from the profile's own remote into its source takes the
+            // backup's writer over: the next sync (the new-machine flow) writes over its marker
+            // without --take-over, and the marker then names this profile.
+            if case .completed = outcome, intoOwnSource, let profile, let restoredWriter {
+                try openState(profile).setMeta(Self.adoptedWriterKey, restoredWriter)
             }
             return summary
         } catch {

@@ -14,11 +14,18 @@ public struct SyncRequest: Sendable {
     public var allowShrink = false
     /// `--dry-run`: report what would happen, write nothing.
     public var dryRun = false
+    /// `--allow-missing-remote`: lift the remote-missing guard for this run.
+    public var allowMissingRemote = false
+    /// `--take-over`: write over another writer's backup, making this profile its writer.
+    public var takeOver = false
 
-    public init(consent: Bool = false, allowShrink: Bool = false, dryRun: Bool = false) {
+    public init(consent: Bool = false, allowShrink: Bool = false, dryRun: Bool = false,
+                allowMissingRemote: Bool = false, takeOver: Bool = false) {
         self.consent = consent
         self.allowShrink = allowShrink
         self.dryRun = dryRun
+        self.allowMissingRemote = allowMissingRemote
+        self.takeOver = takeOver
     }
 }
 
@@ -54,6 +61,10 @@ public struct SyncSummary: Sendable {
 extension BackupApp {
     /// The consent meta key: the remote the person agreed to write to.
     static let consentKey = "consent"
+    /// The writer id of a profile that is not in the config file.
+    static let writerKey = "writer"
+    /// The writer a restore into the source took over: the next sync writes over its marker.
+    static let adoptedWriterKey = "adoptedWriter"
 
     /// Runs (or previews) one sync of `profile`.
     public func sync(_ profile: Profile, _ request: SyncRequest, events: @escaping JobEvents = { _ in }) async throws(AppError) -> SyncSummary {
@@ -62,6 +73,8 @@ extension BackupApp {
         let remote = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)
         let state = try openState(profile)
         let patterns = try Self.compilePatterns(profile)
+        var profile = profile
+        profile.writer = try writerId(profile, state: state, persist: !request.dryRun)
 
         let consentGiven = request.consent
         let remoteURL = remote.displayURL
@@ -105,9 +118,14 @@ extension BackupApp {
             }
             let keep = Self.keepPredicate(
                 keepRemotely: patterns.keepRemotely, unreadableFolders: scan.unreadableFolders, pendingRestore: pendingRestore)
+            let writerProfile = profile
+            let writer = WriterCheck(
+                id: profile.writer ?? "", takeOver: request.takeOver, adopted: try state.meta(Self.adoptedWriterKey),
+                read: { bytes in try? Marker.decode(bytes, maxContentSize: max(1 << 20, bytes.count * 32)).writer })
             let snapshot = SyncSnapshot(
-                entries: entries, makeMarker: { held in try BackupApp.marker(profile, held: held) },
-                isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep)
+                entries: entries, makeMarker: { held in try BackupApp.marker(writerProfile, held: held) },
+                isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep,
+                allowMissingRemote: request.allowMissingRemote, writer: writer)
 
             let meter = TransferMeter()
             let storage = meter.observing(base)
@@ -136,6 +154,8 @@ extension BackupApp {
             case .unavailable: break
             }
             summary.result = .ran(outcome)
+            // The remote's marker names this profile now: a take-over by restore is done.
+            if case .completed(let report) = outcome, report.markerUploaded { try state.setMeta(Self.adoptedWriterKey, nil) }
             Self.reportListingNotes(remote.storage, events)
             return summary
         } catch let error as ScanError {
@@ -170,7 +190,7 @@ extension BackupApp {
             MarkerGroup(name: group.name, required: group.required, patterns: group.patterns, order: index)
         }
         do {
-            return try Marker(groups: groups, hashes: hashes).encoded()
+            return try Marker(groups: groups, hashes: hashes, writer: profile.writer).encoded()
         } catch {
             throw .usage("profile \"\(profile.name)\": cannot write the marker: \(error.description)")
         }

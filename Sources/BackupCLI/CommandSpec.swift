@@ -109,12 +109,13 @@ public enum CommandTree {
             backup keeps a plain mirror of a folder on a remote: a folder on another disk or a NAS share, \
             a WebDAV server, or an S3 bucket. Files on the remote are the files you see, under the same names. \
             Guards keep a bad day from deleting the backup: an empty or missing source, a run that would delete \
-            more than half of the backup, a switched account, and a write hold you can set at any time.
+            more than half of the backup, a switched account, a remote that vanished (an unmounted disk), a \
+            remote another profile writes to, and a write hold you can set at any time.
             """,
         subcommands: [
             CommandSpec(
                 "init", summary: "create or replace a profile",
-                discussion: "Writes a profile to the config file (mode 0600). The source folder must exist; a folder remote must exist too, since a missing one usually means a disk that is not mounted.",
+                discussion: "Writes a profile to the config file (mode 0600), with a new writer id (an existing profile keeps its own). The source folder must exist. The last folder of the remote path is created when it is missing: a folder remote only when its parent exists (a missing parent usually means a disk that is not mounted), printing the mount point of the filesystem it was created on; a WebDAV folder by MKCOL; never an S3 bucket.",
                 options: [
                     OptionSpec("source", .directory("DIR"), required: true, help: "The folder to back up."),
                     OptionSpec("remote", .remote("URL"), required: true, help: "Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix."),
@@ -128,6 +129,8 @@ public enum CommandTree {
                 options: [
                     OptionSpec("yes", help: "Consent to the first write to this remote."),
                     OptionSpec("allow-shrink", help: "Lift the shrink guard for this run: allow deleting more than half of the backup."),
+                    OptionSpec("allow-missing-remote", help: "Lift the remote-missing guard for this run: write to a remote synced before that now holds nothing (check first that it is not an unmounted disk)."),
+                    OptionSpec("take-over", help: "Write over a backup whose marker names another writer (another profile or machine), making this profile the remote's writer."),
                     OptionSpec("dry-run", help: "Show what would be uploaded and deleted; write nothing."),
                     json, noTUI,
                 ]),

@@ -349,6 +349,7 @@ enum Manual {
         var keys: [(head: String, body: String)] = [
             ("Cm source", "The folder to back up (required). Regular files are backed up; symbolic links are never followed, and FIFOs, sockets and devices are skipped with a note."),
             ("Cm remote", "Where the backup goes (required); see Remotes below."),
+            ("Cm writer", "The profile's writer id, made by `backup init` and named in every marker it writes; see the writer guard under GUARANTEES AND GUARDS. Keep it when editing the file by hand: another id is another writer."),
             ("Cm exclude", "A pattern of paths never backed up. Repeat the key for more."),
             ("Cm size_compared", "A pattern of files compared by size and modification time only, never hashed: large media, disk images. A file uploads when its size or its modification time differs from the one recorded at its upload; a file whose time was never recorded (after `backup forget`) counts as unchanged when its size is, and its time is recorded then. Repeat for more."),
             ("Cm keep_remotely", "A pattern of files kept on the remote after they are deleted here, decided from the remote's listing: also after `backup forget` or on a new machine. Repeat for more."),
@@ -362,8 +363,8 @@ enum Manual {
 
         page.macro("Ss Remotes")
         page.tagList([
-            ("Pa /path/to/folder , Pa file:///path/to/folder", "A folder on another disk or a mounted NAS share: the embedded default, needing no credentials. It must exist; a missing one is usually an unmounted disk, so it is never created."),
-            ("Cm webdav://[user@]host[:port]/path , Cm webdavs://...", "A folder on a WebDAV server over http; `webdavs://` for https. The folder must exist on the server."),
+            ("Pa /path/to/folder , Pa file:///path/to/folder", "A folder on another disk or a mounted NAS share: the embedded default, needing no credentials. `backup init` creates its last folder when its parent exists, printing the filesystem's mount point; a missing parent is usually an unmounted disk and is refused. A sync never creates it."),
+            ("Cm webdav://[user@]host[:port]/path , Cm webdavs://...", "A folder on a WebDAV server over http; `webdavs://` for https. `backup init` creates its last folder (its parent must exist on the server); a sync never creates it."),
             ("Cm s3://bucket[/prefix]", "A bucket, or a prefix in it, on AWS S3 or S3-compatible storage (Backblaze B2, Wasabi, MinIO, Ceph, Garage)."),
         ])
         page.text("A password in a URL is refused: it would end up in the shell history and the process list.")
@@ -473,9 +474,25 @@ enum Manual {
         page.tagList([
             ("Sy Consent Pq Cm needsConsent", "The first sync to a remote nobody has confirmed writes nothing. It protects a remote typed by mistake, or someone else's folder. Lift it once with `backup sync --yes` (the full-screen interface asks); the consent is stored."),
             ("Sy Empty guard Pq Cm restorePending", "An empty source (an unmounted drive, a new machine, a mistyped path) is never mirrored over a remote that already holds files and was never synced from here: that would delete the whole backup. Lift it by restoring first (`backup restore`), which also seeds the state so the next sync uploads nothing, or by pointing the profile at another remote. Once this machine has synced to the remote, an emptied source meets the shrink guard instead."),
+            ("Sy Remote-missing guard Pq Cm remoteMissing", "A remote that this profile has completed a sync to and that now lists no files and no marker at all is not written: it is an unmounted disk's bare mount point (writing there would fill the system disk with a backup nobody can find), a disconnected share, a wrong URL, or a folder emptied by hand. Nothing is written, not even the folder's volume id, and the state is kept, so every run is refused until the remote is back. Beyond the contract, it is checked before the empty guard. It holds while the remote's identity is the same or can no longer be told (a bare mount point has no volume id); a provider that names another identity is an account switch, which starts over instead. If the backup there is really gone, lift it for one run with `backup sync --allow-missing-remote`."),
+            ("Sy Writer guard Pq Cm otherWriter", "Each profile has a writer id, made by `backup init` (the `writer` key of its config section; a profile written before there were writer ids gets one at its first sync that writes), and the marker names the writer that wrote it. A sync that finds the remote's marker written by another writer (another profile or machine on the same remote folder, which would delete each other's files at every run) writes nothing and names that writer. It is checked after the empty guard, so a new machine with an empty source is told to restore first, and before the shrink guard. A restore from the profile's own remote into its source takes the writer over by itself, so restoring on a new machine and then syncing needs no flag (a restore continued with `--resume` does not; use the flag then). A marker written before markers carried a writer id is taken over silently. To make this profile the remote's writer on purpose, run `backup sync --take-over`; the other profile is then refused in turn."),
             ("Sy Shrink guard Pq Cm shrinkSuspected", "A run that would delete more than half of the files in the backup (once it holds at least four) is refused: a half-mounted disk, a moved folder, or an `rm -rf` in the wrong place would otherwise take the backup with it. Check that the source is complete; if you really deleted those files, lift it for one run with `backup sync --allow-shrink`."),
             ("Sy Hold Pq Cm writeHeld", "`backup hold set REASON` stops every sync of the profile from writing, including one already running, before its next write. Use it when something looks wrong (files encrypted by malware, a disk about to be swapped) and you want the backup left exactly as it is. `backup hold` shows it, `backup status` shows the reason, and `backup hold clear` lifts it. Restores are not held."),
         ], width: "Ds")
+        page.paragraphs("""
+            Looking writes nothing: `backup probe`, `backup sync --dry-run`, `backup status` and a run \
+            refused by any guard leave the remote exactly as it was. A folder remote's volume id \
+            (`.backup-volume-id`) is created by the first run that writes, right before its first write.
+
+            `backup init` creates the last folder of the remote path when it is missing, one rule for \
+            every provider: a folder remote only when its parent folder exists (a missing parent is \
+            usually an unmounted disk, and init refuses it), printing the mount point of the filesystem \
+            the folder was created on, so a folder created on the system disk instead of a disk shows; a \
+            WebDAV folder by MKCOL (its parent must exist on the server; if it cannot be created, init \
+            says why and still writes the profile); S3 never creates a bucket. A sync never creates the \
+            remote folder: a missing one is an unmounted disk or a wrong URL, and the sync fails as \
+            `notAvailable`.
+            """)
     }
 
     static func restore(_ page: inout Mdoc) {
@@ -574,6 +591,8 @@ enum Manual {
             ("needsConsent", "the first sync to this remote needs `--yes`"),
             ("restorePending", "the empty guard"),
             ("shrinkSuspected", "the shrink guard"),
+            ("remoteMissing", "the remote-missing guard: a remote synced before now holds nothing"),
+            ("otherWriter", "the writer guard: the remote's marker names another writer (the `writer` key of the sync result)"),
             ("writeHeld", "the hold"),
             ("sourceChanged", "a new backup was written since the restore started"),
             ("sourceUnavailable", "the backup a resumed restore came from is gone"),
@@ -619,7 +638,8 @@ enum Manual {
             ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /lock", "Keeps two runs of the profile apart; holds the running process's id."),
             ("Pa ~/.local/state/backup/restore- Ns Ar ID Ns Pa /restore.db", "The record of a restore with `--remote` and no profile, one per target folder."),
             ("Ar SOURCE Ns Pa /.backupignore", "Exclude patterns kept with the source."),
-            ("Ar REMOTE Ns Pa /.backup-marker", "The marker: the groups and every hashed file's SHA-256, written last by each sync."),
+            ("Ar REMOTE Ns Pa /.backup-marker", "The marker: the writer id of the profile that wrote it, the groups and every hashed file's SHA-256, written last by each sync."),
+            ("Ar REMOTE Ns Pa /.backup-volume-id", "A folder remote's identity, created by the first sync that writes to it."),
             ("Ar TARGET Ns Pa /.backup-staging", "Where a restore's downloads wait to be placed."),
         ])
     }

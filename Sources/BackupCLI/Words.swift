@@ -13,6 +13,8 @@ enum Words {
         case .needsConsent: "needsConsent"
         case .restorePending: "restorePending"
         case .shrinkSuspected: "shrinkSuspected"
+        case .remoteMissing: "remoteMissing"
+        case .otherWriter: "otherWriter"
         case .writeHeld: "writeHeld"
         }
     }

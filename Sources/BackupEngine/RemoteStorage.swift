@@ -32,7 +32,13 @@ public struct RemoteFile: Sendable, Equatable, Hashable {
 public protocol RemoteStorage: Sendable {
     /// A stable id of the account or volume behind this remote, or nil when the provider
     /// cannot tell (the engine then falls back to the marker's remote id, rules 3 and 9).
+    /// It never writes: a provider that keeps its id on the remote answers nil until
+    /// `ensureIdentityKey()` created it.
     func identityKey() async throws -> String?
+    /// `identityKey()`, creating the id on the remote first where the provider keeps one
+    /// there (a folder's volume id). The engine calls it once a run is going to write, after
+    /// every guard passed; probes, previews and refused runs never do.
+    func ensureIdentityKey() async throws -> String?
     /// Every file on the remote.
     func list() async throws -> [RemoteFile]
     /// Writes `data` to `path`, replacing what was there.
@@ -105,4 +111,6 @@ extension RemoteStorage {
     public func flush() async throws {}
     public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { false }
     public func sweepTemporaries() async throws -> Int { 0 }
+    /// Providers that keep nothing on the remote for their identity: the same as `identityKey()`.
+    public func ensureIdentityKey() async throws -> String? { try await identityKey() }
 }

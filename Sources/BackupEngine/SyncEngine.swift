@@ -69,12 +69,15 @@ public final class SyncEngine: Sendable {
 
         var report = SyncReport()
         let plan: Plan
-        let providerKey: String?
+        var providerKey: String?
         switch try await begin(snapshot) {
         case .stop(let reason): return .unavailable(reason)
         case .failed(let error): return .failed(error, report)
         case .plan(let planned, let key): (plan, providerKey) = (planned, key)
         }
+        // The remote-missing and writer guards refuse before the state changes: a reset or an
+        // adoption would make the remote that vanished, or the other writer's, look like ours.
+        if let refusal = plan.refusal, plan.refusesBeforeState { return .unavailable(refusal) }
 
         // Rule 3: a changed identity resets the state (the hold is kept).
         switch plan.identityChange {
@@ -103,6 +106,22 @@ public final class SyncEngine: Sendable {
         // Rule 7: size-compared uploads, then hash-compared in snapshot order; rule 8:
         // deletes after the uploads; the marker last, as the commit point of the run.
         let total = uploads.count + deletes.count + (markerNeeded ? 1 : 0)
+        // A provider that keeps its identity on the remote (a folder's volume id) creates it
+        // now, right before the run's first write and after every guard passed: a probe, a
+        // preview or a refused run leaves the remote as it was.
+        if total > 0, providerKey == nil {
+            if let stop = try checkBeforeWrite() { return stop }
+            do {
+                if let created = try await storage.ensureIdentityKey() {
+                    try state.setIdentity(created)
+                    providerKey = created
+                }
+            } catch let error as StateStoreError {
+                throw error
+            } catch {
+                return .failed(try cloudError(error), report)
+            }
+        }
         var done = 0
         onProgress(done, total)  // Rule 10: before the first step.
 
@@ -136,7 +155,7 @@ public final class SyncEngine: Sendable {
 
         // A run whose planned uploads were all skipped leaves the marker as it is: it already
         // describes what the remote holds.
-        if markerNeeded && (plan.markerMissing || !report.uploaded.isEmpty) {
+        if markerNeeded && (plan.markerMissing || plan.markerTakenOver || !report.uploaded.isEmpty) {
             if let stop = try checkBeforeWrite() { return stop }
             // The marker describes what the remote holds now: the state, which recorded every
             // upload as it landed (every upload in flight has finished by now). A marker that
@@ -156,6 +175,8 @@ public final class SyncEngine: Sendable {
                 // taken after every marker upload, not only the first, so that a provider
                 // whose ids change per version does not reset on its own writes.
                 if providerKey == nil { try state.setIdentity(file.remoteId ?? "") }
+                // The writer guard knows its own marker by this and does not read it back.
+                try state.setMeta(Self.ownMarkerKey, file.remoteId.map { "\(file.size) \($0)" })
             } catch let error as StateStoreError {
                 throw error
             } catch {
@@ -178,14 +199,24 @@ public final class SyncEngine: Sendable {
         var identityChange: IdentityChange
         var drop: [String]
         var adopt: [StateEntry]
-        /// Why the run must not write (rules 4 and 11), if it must not.
+        /// Why the run must not write (rules 4 and 11, the remote-missing and writer guards), if
+        /// it must not.
         var refusal: UnavailableReason?
+        /// Whether the refusal comes before rules 2 and 3 touch the state.
+        var refusesBeforeState: Bool {
+            switch refusal {
+            case .remoteMissing?, .otherWriter?: true
+            default: false
+            }
+        }
         /// Size-compared uploads first, then hash-compared in snapshot order (rule 7).
         var uploads: [SyncEntry]
         var deletes: [String]
         var markerNeeded: Bool
         /// Whether the remote holds no marker now.
         var markerMissing: Bool
+        /// Whether the remote's marker is taken over: it is rewritten as this writer's.
+        var markerTakenOver: Bool
         var unchanged: Int
         /// Known entries the snapshot lacks that `snapshot.keep` keeps.
         var kept: Int
@@ -193,7 +224,40 @@ public final class SyncEngine: Sendable {
         var recordTimes: [(path: String, mtimeNanoseconds: Int64)]
     }
 
-    private func makePlan(_ snapshot: SyncSnapshot, listing: [RemoteFile], providerKey: String?) throws -> Plan {
+    /// The state's record of the marker this engine wrote last: "<size> <remote id>".
+    static let ownMarkerKey = "ownMarker"
+
+    /// Whose the remote's marker is, as the writer guard sees it.
+    private enum MarkerWriter: Equatable {
+        /// No marker, a marker this profile wrote, or no writer check asked for.
+        case ours
+        /// A marker without a writer id, by a writer this profile took over, or another
+        /// writer's with `--take-over`: the run goes on and rewrites the marker as its own.
+        case takenOver
+        /// Another writer's, named.
+        case other(String)
+    }
+
+    private func markerWriter(_ snapshot: SyncSnapshot, listing: [RemoteFile]) async throws -> MarkerWriter {
+        guard let check = snapshot.writer, let marker = listing.first(where: { $0.path == markerPath }) else { return .ours }
+        if let id = marker.remoteId, try state.meta(Self.ownMarkerKey) == "\(marker.size) \(id)" { return .ours }
+        // A marker larger than any backup of this listing can need is not one of ours to read.
+        guard marker.size <= Int64(Probe.markerSizeLimit(listedFiles: listing.count)) else { return .takenOver }
+        let bytes: Data
+        do {
+            bytes = try await storage.readBytes(markerPath)
+        } catch let error as CloudError where error.kind == .notFound {
+            return .takenOver  // listed but gone: nobody's marker to respect
+        }
+        guard let writer = check.read(bytes) else { return .takenOver }
+        if writer == check.id { return .ours }
+        if writer == check.adopted || check.takeOver { return .takenOver }
+        return .other(writer)
+    }
+
+    private func makePlan(
+        _ snapshot: SyncSnapshot, listing: [RemoteFile], providerKey: String?, writer: MarkerWriter = .ours
+    ) throws -> Plan {
         let remoteMarker = listing.first { $0.path == markerPath }
         let remoteFiles = listing.filter { $0.path != markerPath }
 
@@ -205,7 +269,8 @@ public final class SyncEngine: Sendable {
         case let stored? where stored != identity: change = .reset
         default: change = .none
         }
-        let everSynced = change == .reset ? false : try state.lastSync() != nil
+        let syncedBefore = try state.lastSync() != nil
+        let everSynced = change == .reset ? false : syncedBefore
 
         // Three lists sorted by the paths' bytes, joined by merging rather than hashing: a
         // large tree that changed nothing spends its time here. Paths are compared as bytes,
@@ -297,9 +362,20 @@ public final class SyncEngine: Sendable {
             + uploadIndices.lazy.map { snapshot.entries[$0] }.filter { $0.hash != nil }
 
         var refusal: UnavailableReason?
-        // Rule 4: the empty guard, before the shrink guard.
-        if policy.guardEmptyOverExisting, snapshot.isEmpty, !everSynced, !remoteFiles.isEmpty {
+        // Beyond the contract, the remote-missing guard: a remote this profile completed a sync
+        // to, that now lists nothing at all (an unmounted disk's bare mount point), is not
+        // written. It holds while the identity is the same or can no longer be told (a mount
+        // point has no volume id); a provider naming another identity is an account switch.
+        if policy.guardMissingRemote, !snapshot.allowMissingRemote, listing.isEmpty, syncedBefore,
+            change != .reset || providerKey == nil
+        {
+            refusal = .remoteMissing
+        } else if policy.guardEmptyOverExisting, snapshot.isEmpty, !everSynced, !remoteFiles.isEmpty {
+            // Rule 4: the empty guard, before the writer and shrink guards.
             refusal = .restorePending
+        } else if case .other(let name) = writer {
+            // Beyond the contract, the writer guard: another profile's backup is not ours to mirror over.
+            refusal = .otherWriter(writer: name)
         } else if let shrink = policy.shrinkGuard, !snapshot.allowShrink {
             // Rule 11: the shrink guard.
             let count = remoteFiles.count
@@ -309,8 +385,10 @@ public final class SyncEngine: Sendable {
         }
         return Plan(
             identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
-            uploads: uploads, deletes: deletes, markerNeeded: !uploads.isEmpty || remoteMarker == nil,
-            markerMissing: remoteMarker == nil, unchanged: unchanged, kept: kept, recordTimes: recordTimes)
+            uploads: uploads, deletes: deletes,
+            markerNeeded: !uploads.isEmpty || remoteMarker == nil || writer == .takenOver,
+            markerMissing: remoteMarker == nil, markerTakenOver: writer == .takenOver, unchanged: unchanged, kept: kept,
+            recordTimes: recordTimes)
     }
 
     private enum Beginning {
@@ -326,13 +404,15 @@ public final class SyncEngine: Sendable {
         if case .held(let reason) = try state.hold() { return .stop(.writeHeld(reason: reason)) }
         let listing: [RemoteFile]
         let providerKey: String?
+        let writer: MarkerWriter
         do {
             listing = try await storage.list()
             providerKey = try await storage.identityKey()
+            writer = try await markerWriter(snapshot, listing: listing)
         } catch {
             return .failed(try cloudError(error))
         }
-        return .plan(try makePlan(snapshot, listing: listing, providerKey: providerKey), providerKey: providerKey)
+        return .plan(try makePlan(snapshot, listing: listing, providerKey: providerKey, writer: writer), providerKey: providerKey)
     }
 
     /// What `sync(snapshot)` would do now, without writing to the remote or the state:

@@ -61,23 +61,54 @@ public struct SyncSnapshot: Sendable {
     public var isEmpty: Bool
     /// Lifts the shrink guard (rule 11) for this run only.
     public var allowShrink: Bool
+    /// Lifts the remote-missing guard for this run only (`sync --allow-missing-remote`).
+    public var allowMissingRemote: Bool
+    /// The writer guard's input; nil: the marker's writer is not checked.
+    public var writer: WriterCheck?
 
     public init(
         entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,
-        keep: @escaping @Sendable (String) -> Bool = { _ in false }
+        keep: @escaping @Sendable (String) -> Bool = { _ in false }, allowMissingRemote: Bool = false,
+        writer: WriterCheck? = nil
     ) {
-        self.init(entries: entries, makeMarker: { _ in marker }, isEmpty: isEmpty, allowShrink: allowShrink, keep: keep)
+        self.init(
+            entries: entries, makeMarker: { _ in marker }, isEmpty: isEmpty, allowShrink: allowShrink, keep: keep,
+            allowMissingRemote: allowMissingRemote, writer: writer)
     }
 
     public init(
         entries: [SyncEntry], makeMarker: @escaping @Sendable (_ held: [StateEntry]) throws -> Data, isEmpty: Bool? = nil,
-        allowShrink: Bool = false, keep: @escaping @Sendable (String) -> Bool = { _ in false }
+        allowShrink: Bool = false, keep: @escaping @Sendable (String) -> Bool = { _ in false },
+        allowMissingRemote: Bool = false, writer: WriterCheck? = nil
     ) {
         self.entries = entries
         self.marker = makeMarker
         self.isEmpty = isEmpty ?? entries.isEmpty
         self.allowShrink = allowShrink
         self.keep = keep
+        self.allowMissingRemote = allowMissingRemote
+        self.writer = writer
+    }
+}
+
+/// Who may write over the remote's marker (the writer guard, beyond the contract): the marker
+/// names the writer that wrote it, and a run that finds another writer's marker writes nothing.
+public struct WriterCheck: Sendable {
+    /// This profile's writer id, the one its marker carries.
+    public var id: String
+    /// `sync --take-over`: write over another writer's backup on purpose.
+    public var takeOver: Bool
+    /// A writer this profile took over without the flag (by a restore into its source).
+    public var adopted: String?
+    /// The writer id a marker's bytes carry; nil for a marker without one (written before
+    /// markers carried it, or unreadable), which is taken over silently.
+    public var read: @Sendable (Data) -> String?
+
+    public init(id: String, takeOver: Bool = false, adopted: String? = nil, read: @escaping @Sendable (Data) -> String?) {
+        self.id = id
+        self.takeOver = takeOver
+        self.adopted = adopted
+        self.read = read
     }
 }
 
@@ -112,10 +143,14 @@ public struct SyncPolicy: Sendable, Equatable {
     public var shrinkGuard: ShrinkGuard?
     /// Rule 4; false disables the empty guard.
     public var guardEmptyOverExisting: Bool
+    /// Beyond the contract: a remote synced before that now lists nothing (an unmounted disk)
+    /// is refused; false disables the remote-missing guard.
+    public var guardMissingRemote: Bool
 
-    public init(shrinkGuard: ShrinkGuard? = ShrinkGuard(), guardEmptyOverExisting: Bool = true) {
+    public init(shrinkGuard: ShrinkGuard? = ShrinkGuard(), guardEmptyOverExisting: Bool = true, guardMissingRemote: Bool = true) {
         self.shrinkGuard = shrinkGuard
         self.guardEmptyOverExisting = guardEmptyOverExisting
+        self.guardMissingRemote = guardMissingRemote
     }
 }
 
@@ -147,6 +182,12 @@ public enum UnavailableReason: Sendable, Equatable {
     case restorePending
     /// Rule 11: the run would delete `deletes` of the `known` remote entries.
     case shrinkSuspected(deletes: Int, known: Int)
+    /// Beyond the contract: this profile completed a sync to the remote before, and it now
+    /// lists no files and no marker (an unmounted disk, a wrong URL, an emptied folder).
+    case remoteMissing
+    /// Beyond the contract: the remote's marker was written by another writer (another
+    /// profile or machine), named here.
+    case otherWriter(writer: String)
     /// The write hold is set.
     case writeHeld(reason: String)
 }

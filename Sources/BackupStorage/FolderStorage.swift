@@ -61,12 +61,24 @@ public struct FolderStorage: RemoteStorage {
 
     // MARK: RemoteStorage
 
-    /// The volume id kept at the root, created on first use; nil when it cannot be created.
+    /// The volume id kept at the root, or nil while there is none: reading it never creates
+    /// it, so a probe, a preview or a refused run leaves an unmounted disk's bare mount point
+    /// as it was.
+    public func identityKey() async throws -> String? {
+        try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            return try readVolumeId(rootFD)
+        }
+    }
+
+    /// The volume id kept at the root, created if there is none (by the first run that
+    /// writes); nil when it cannot be created.
     ///
     /// Two processes creating it at once agree: the id is placed with a rename that refuses to
     /// replace, and the loser reads the winner's. A read-only or foreign-owned folder gives nil,
     /// and the engine then falls back to the marker's remote id.
-    public func identityKey() async throws -> String? {
+    public func ensureIdentityKey() async throws -> String? {
         try mapped {
             let rootFD = try openRoot()
             defer { close(rootFD) }

@@ -68,6 +68,27 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         self.client = HTTPClient(server: endpoint.server, settings: settings)
     }
 
+    /// Creates the remote folder itself, the last folder of the URL's path, when it is missing;
+    /// its parent must exist. Only `backup init` calls it: a sync never creates the remote folder
+    /// (a missing one at sync time is a wrong URL). Returns whether it was created.
+    public func createRemoteFolder() async throws -> Bool {
+        let (found, _) = try await propfind(
+            folderURL: endpoint.folderURL, depth: "0", properties: ["<d:resourcetype/>"],
+            what: "looking for \(endpoint.displayURL)")
+        if found.status == 207 { return false }  // it exists
+        let response = try await sendWhileLocked(
+            "creating \(endpoint.displayURL)", method: "MKCOL", url: endpoint.folderURL, repeatable: false)
+        switch response.status {
+        case 200, 201, 204: return true
+        case 405: return false  // it exists
+        case 404, 409:
+            throw CloudError(.notAvailable, "the parent folder of \(endpoint.displayURL) does not exist on \(endpoint.server); "
+                + "create it on the server, or correct the remote URL")
+        default:
+            throw failure(response, "creating the folder", endpoint.displayURL)
+        }
+    }
+
     // MARK: RemoteStorage
 
     /// The server's principal for the user (RFC 5397 `current-user-principal`) where the server

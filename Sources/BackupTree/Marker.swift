@@ -4,12 +4,16 @@
 // function of its content, so comparing two markers' SHA-256 tells whether the backup changed.
 //
 // Layout: "BKMARK", one format byte, then a zlib stream of UTF-8 lines, each ending in "\n":
+//   W <writer id>                        format 2 only, the first line: who wrote the marker
 //   G <order> <0|1 required> <name>      a group, in the profile's order
 //   P <pattern>                          a pattern of the group above
 //   H <64 lowercase hex> <path>          a file's SHA-256, sorted by the path's UTF-8 bytes
 // The last field of a line is escaped: "\\" for a backslash, "\n" for a line feed; every other
 // byte (tabs, spaces, any Unicode) is written as is. A line format rather than JSON because it
 // is deterministic by construction and several times faster for 100,000+ files.
+//
+// Format 1 has no W line; format 2 is format 1 with it. A marker without a writer is still
+// written as format 1, byte for byte what earlier versions wrote; both formats are read.
 
 import BackupEngine
 import Foundation
@@ -59,8 +63,9 @@ public enum MarkerError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// The marker's content: the profile's groups and the SHA-256 of every hash-compared file.
 public struct Marker: Sendable, Equatable {
-    /// The format this version writes, and the newest it reads.
-    public static let formatVersion = 1
+    /// The newest format this version writes and reads (2: with a writer id; a marker
+    /// without one is written as format 1).
+    public static let formatVersion = 2
     /// The first bytes of every marker, before the format byte.
     public static let magic: [UInt8] = Array("BKMARK".utf8)
     /// The default bound on a marker's decompressed content: 1 GiB.
@@ -76,17 +81,21 @@ public struct Marker: Sendable, Equatable {
     }
     /// Relative path → SHA-256 as 64 lowercase hex characters.
     public var hashes: [String: String]
+    /// The writer id of the profile that wrote it (format 2); nil for a marker written before
+    /// markers carried one.
+    public var writer: String?
     // Compiled once per change of `groups`, not per `group(for:)` call.
     private var classifier: GroupClassifier
 
-    public init(groups: [MarkerGroup] = [], hashes: [String: String] = [:]) {
+    public init(groups: [MarkerGroup] = [], hashes: [String: String] = [:], writer: String? = nil) {
         self.groups = groups
         self.hashes = hashes
+        self.writer = writer
         self.classifier = GroupClassifier(groups)
     }
 
     public static func == (lhs: Marker, rhs: Marker) -> Bool {
-        lhs.groups == rhs.groups && lhs.hashes == rhs.hashes
+        lhs.groups == rhs.groups && lhs.hashes == rhs.hashes && lhs.writer == rhs.writer
     }
 
     /// The group `path` belongs to: the first group by `order` (ties: array order) whose
@@ -116,7 +125,7 @@ public struct Marker: Sendable, Equatable {
         }
         var data = Data(capacity: Self.magic.count + 1 + compressed.count)
         data.append(contentsOf: Self.magic)
-        data.append(UInt8(Self.formatVersion))
+        data.append(writer == nil ? 1 : 2)
         data.append(compressed)
         return data
     }
@@ -158,7 +167,7 @@ public struct Marker: Sendable, Equatable {
             throw .damaged(error.description)
         }
         let result = content.withUnsafeBytes { raw in
-            Result { () throws(MarkerError) -> Marker in try parse(raw.bindMemory(to: UInt8.self)) }
+            Result { () throws(MarkerError) -> Marker in try parse(raw.bindMemory(to: UInt8.self), version: version) }
         }
         return try result.get()
     }
@@ -169,6 +178,13 @@ public struct Marker: Sendable, Equatable {
         if let problem = Self.groupsProblem(groups) { throw .invalidContent(problem) }
         var out: [UInt8] = []
         out.reserveCapacity(hashes.count * 120 + 256)
+        if let writer {
+            if let problem = Self.writerProblem(writer) { throw .invalidContent(problem) }
+            out.append(UInt8(ascii: "W"))
+            out.append(space)
+            Self.appendEscaped(writer, to: &out)
+            out.append(newline)
+        }
         for group in groups {
             out.append(contentsOf: "G \(group.order) \(group.required ? 1 : 0) ".utf8)
             Self.appendEscaped(group.name, to: &out)
@@ -238,13 +254,17 @@ public struct Marker: Sendable, Equatable {
 
     // MARK: Reading
 
-    private static func parse(_ content: UnsafeBufferPointer<UInt8>) throws(MarkerError) -> Marker {
-        guard let base = content.baseAddress, !content.isEmpty else { return Marker() }
+    private static func parse(_ content: UnsafeBufferPointer<UInt8>, version: Int) throws(MarkerError) -> Marker {
+        guard let base = content.baseAddress, !content.isEmpty else {
+            if version >= 2 { throw .damaged("a format 2 marker without its writer record") }
+            return Marker()
+        }
         guard content[content.count - 1] == newline else {
             throw .damaged("the content does not end with a line break")
         }
         var groups: [MarkerGroup] = []
         var hashes: [String: String] = [:]
+        var writer: String?
         // A hash line takes at least 68 bytes, so this never reserves more than the content
         // can hold, however many short lines a hostile marker packs in.
         hashes.reserveCapacity(content.count / 68)
@@ -279,6 +299,11 @@ public struct Marker: Sendable, Equatable {
                 if hashes.updateValue(String(decoding: hex, as: UTF8.self), forKey: pathString) != nil {
                     throw fail("path \(quoted(pathString)) is listed twice")
                 }
+            case UInt8(ascii: "W") where version >= 2:
+                guard lineNumber == 1 else { throw fail("the writer record is not the first line") }
+                let name = try text(unescaped(UnsafeBufferPointer(rebasing: line[2...]), fail), fail)
+                if let problem = writerProblem(name) { throw fail(problem) }
+                writer = name
             case UInt8(ascii: "G"):
                 guard !inHashes else { throw fail("group after the hashes") }
                 groups.append(try parseGroup(UnsafeBufferPointer(rebasing: line[2...]), fail))
@@ -291,7 +316,8 @@ public struct Marker: Sendable, Equatable {
             }
         }
         if let problem = groupsProblem(groups) { throw .damaged(problem) }
-        return Marker(groups: groups, hashes: hashes)
+        if version >= 2, writer == nil { throw .damaged("a format 2 marker without its writer record") }
+        return Marker(groups: groups, hashes: hashes, writer: writer)
     }
 
     /// "<order> <0|1> <name>"
@@ -344,6 +370,13 @@ public struct Marker: Sendable, Equatable {
     }
 
     // MARK: Validation shared by writing and reading
+
+    /// Why `writer` cannot be a marker's writer id, or nil when it can.
+    private static func writerProblem(_ writer: String) -> String? {
+        if writer.isEmpty { return "the writer id is empty" }
+        if writer.utf8.count > 256 { return "the writer id is longer than 256 bytes" }
+        return nil
+    }
 
     /// Why `groups` cannot be in a marker, or nil when they can.
     private static func groupsProblem(_ groups: [MarkerGroup]) -> String? {

@@ -55,7 +55,7 @@ final class CompletionTests: XCTestCase {
 
     func testBashCompletesOptionNames() throws {
         XCTAssertEqual(try bash("backup restore --pl"), ["--place"])
-        XCTAssertEqual(try bash("backup sync --allow"), ["--allow-shrink"])
+        XCTAssertEqual(try bash("backup sync --allow"), ["--allow-shrink", "--allow-missing-remote"])
         XCTAssertEqual(try bash("backup --pro"), ["--profile"])
     }
 

@@ -258,7 +258,8 @@ final class EndToEndTests: XCTestCase {
         XCTAssertEqual(unknown.status, 2)
         XCTAssertTrue(unknown.stderr.contains("unknown option --frobnicate"), unknown.stderr)
         XCTAssertEqual(try f.run("restore", "--place", "sometimes").status, 2)
-        let missingRemote = try f.run("init", "--source", f.source, "--remote", f.dir.path("not-mounted"))
+        // init creates a missing remote folder only under an existing parent (issue 11, item 13).
+        let missingRemote = try f.run("init", "--source", f.source, "--remote", f.dir.path("not-mounted/backup"))
         XCTAssertEqual(missingRemote.status, 2)
         XCTAssertTrue(missingRemote.stderr.contains("does not exist"), missingRemote.stderr)
         let noProfile = try f.run("sync")

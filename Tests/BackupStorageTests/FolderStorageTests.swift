@@ -104,6 +104,7 @@ final class FolderStorageTests: XCTestCase {
             ("writeBytes", { _ = try await storage.writeBytes("a.txt", Data("x".utf8)) }),
             ("writeFile", { _ = try await storage.writeFile("dir/a.txt", from: source) }),
             ("identityKey", { _ = try await storage.identityKey() }),
+            ("ensureIdentityKey", { _ = try await storage.ensureIdentityKey() }),
             ("readBytes", { _ = try await storage.readBytes("a.txt") }),
             ("downloadFile", { try await storage.downloadFile("a.txt", toPath: remote.dir.path("scratch/d.txt")) }),
             ("delete", { try await storage.delete("a/b.txt") }),
@@ -133,7 +134,7 @@ final class FolderStorageTests: XCTestCase {
 
     func testListHidesTheVolumeIdAndTemporaryFilesButNotTheMarker() async throws {
         let remote = try makeRemote()
-        _ = try await remote.storage.identityKey()
+        _ = try await remote.storage.ensureIdentityKey()
         XCTAssertTrue(FileManager.default.fileExists(atPath: remote.root + "/.backup-volume-id"))
         _ = try await remote.storage.writeBytes(".backup-marker", Data("marker".utf8))
         _ = try await remote.storage.writeBytes("sub/real.txt", Data("real".utf8))
@@ -164,7 +165,7 @@ final class FolderStorageTests: XCTestCase {
 
     func testIdentityKeyIsKeptInTheVolumeIdFile() async throws {
         let remote = try makeRemote()
-        let key = try await remote.storage.identityKey()
+        let key = try await remote.storage.ensureIdentityKey()
         let stored = try String(contentsOfFile: remote.root + "/.backup-volume-id", encoding: .utf8)
         XCTAssertEqual(key.map { $0 + "\n" }, stored)
         XCTAssertNotNil(key.flatMap(UUID.init(uuidString:)), "the volume id is not a UUID: \(key ?? "nil")")
@@ -174,9 +175,20 @@ final class FolderStorageTests: XCTestCase {
         XCTAssertEqual(replaced, "set-by-hand")
     }
 
+    func testIdentityKeyOnlyReadsAndEnsureIdentityKeyCreatesTheVolumeId() async throws {
+        let remote = try makeRemote()
+        let read = try await remote.storage.identityKey()
+        XCTAssertNil(read, "there is no volume id yet")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: remote.root + "/.backup-volume-id"), "reading the identity wrote it")
+        let created = try await remote.storage.ensureIdentityKey()
+        XCTAssertNotNil(created)
+        let again = try await remote.storage.identityKey()
+        XCTAssertEqual(again, created)
+    }
+
     func testIdentityKeyDiffersBetweenRoots() async throws {
-        let first = try await makeRemote().storage.identityKey()
-        let second = try await makeRemote().storage.identityKey()
+        let first = try await makeRemote().storage.ensureIdentityKey()
+        let second = try await makeRemote().storage.ensureIdentityKey()
         XCTAssertNotNil(first)
         XCTAssertNotNil(second)
         XCTAssertNotEqual(first, second)
@@ -185,7 +197,7 @@ final class FolderStorageTests: XCTestCase {
     func testIdentityKeyCreatedConcurrentlyIsTheSameForAll() async throws {
         let root = try makeRemote().root
         let keys = try await withThrowingTaskGroup(of: String?.self) { group in
-            for _ in 0..<16 { group.addTask { try await FolderStorage(root: root).identityKey() } }
+            for _ in 0..<16 { group.addTask { try await FolderStorage(root: root).ensureIdentityKey() } }
             return try await group.reduce(into: Set<String?>()) { $0.insert($1) }
         }
         XCTAssertEqual(keys.count, 1, "racing creators disagreed: \(keys)")
@@ -222,7 +234,7 @@ final class FolderStorageTests: XCTestCase {
             unlink(unwritable + "/.backup-tmp.probe")
             throw XCTSkip("\(unwritable) is writable here")
         }
-        let key = try await FolderStorage(root: unwritable).identityKey()
+        let key = try await FolderStorage(root: unwritable).ensureIdentityKey()
         XCTAssertNil(key)
     }
 

@@ -151,6 +151,16 @@ public final class FaultyStorage: RemoteStorage {
         }
     }
 
+    /// Recorded as an `identityKey` call; the override answers it the same way.
+    public func ensureIdentityKey() async throws -> String? {
+        try await enter(.identityKey)
+        switch state.withLock({ $0.identity }) {
+        case .passThrough: return try await base.ensureIdentityKey()
+        case .none: return nil
+        case .value(let value): return value
+        }
+    }
+
     public func list() async throws -> [RemoteFile] {
         try await enter(.list)
         return try await base.list()

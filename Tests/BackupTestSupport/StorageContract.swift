@@ -207,13 +207,13 @@ public enum StorageContract {
                             file: file, line: line)
     }
 
-    /// `identityKey()` gives the same answer twice, and again through a second instance over
-    /// the same remote, made by `makeStorage`.
+    /// `identityKey()` gives the answer `ensureIdentityKey()` gave, twice, and again through a
+    /// second instance over the same remote, made by `makeStorage`.
     public static func identityKeyIsStable(
         _ makeStorage: () async throws -> any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
     ) async throws {
         let first = try await makeStorage()
-        let key = try await first.identityKey()
+        let key = try await first.ensureIdentityKey()
         let again = try await first.identityKey()
         XCTAssertEqual(key, again, "identityKey changed between two calls", file: file, line: line)
         let second = try await makeStorage()

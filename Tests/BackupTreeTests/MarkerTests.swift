@@ -88,8 +88,9 @@ final class MarkerTests: XCTestCase {
 
     func testLayoutStartsWithMagicAndFormatByte() throws {
         let data = try Marker(groups: groups, hashes: ["a": hash(1)]).encoded()
+        // Without a writer id, format 1: what markers were before they carried one.
         XCTAssertEqual(Array(data.prefix(7)), Array("BKMARK".utf8) + [1])
-        XCTAssertEqual(Marker.formatVersion, 1)
+        XCTAssertEqual(Marker.formatVersion, 2)
         // The rest is one zlib stream of the canonical lines.
         let content = try Zlib.decompress(data.dropFirst(7))
         XCTAssertEqual(
@@ -155,7 +156,7 @@ final class MarkerTests: XCTestCase {
 
     /// A marker header followed by `content` compressed, for hand-made (malformed) content.
     private func framed(_ content: String) throws -> Data {
-        Data(Marker.magic) + Data([UInt8(Marker.formatVersion)]) + (try Zlib.compress(Data(content.utf8)))
+        Data(Marker.magic) + Data([1]) + (try Zlib.compress(Data(content.utf8)))
     }
 
     private func assertDecodeFails(
@@ -188,15 +189,48 @@ final class MarkerTests: XCTestCase {
         XCTAssertEqual(MarkerError.notAMarker.description, "not a backup marker")
     }
 
+    func testIssue11Item14MarkerCarriesItsWriterDeterministicallyAndFormat1StaysReadable() throws {
+        let hashes = ["a.txt": hash(1), "b/c.txt": hash(2)]
+        let mine = Marker(groups: groups, hashes: hashes, writer: "default@laptop-1a2b3c4d")
+        let data = try mine.encoded()
+        XCTAssertEqual(Array(data.prefix(7)), Array("BKMARK".utf8) + [2], "a marker with a writer is format 2")
+        XCTAssertEqual(try Marker.decode(data), mine)
+        XCTAssertEqual(try Marker.decode(data).writer, "default@laptop-1a2b3c4d")
+        XCTAssertEqual(try Marker(groups: groups, hashes: hashes, writer: "default@laptop-1a2b3c4d").encoded(), data,
+                       "same content, same bytes")
+        XCTAssertEqual(String(decoding: try Zlib.decompress(data.dropFirst(7)).prefix(26), as: UTF8.self),
+                       "W default@laptop-1a2b3c4d\n")
+        let theirs = Marker(groups: groups, hashes: hashes, writer: "default@desktop-99")
+        XCTAssertNotEqual(try theirs.encoded(), data)
+        XCTAssertNotEqual(try theirs.contentDigest(), try mine.contentDigest())
+        // Escaped like every other last field.
+        let odd = Marker(writer: "a\\b\nc")
+        XCTAssertEqual(try Marker.decode(odd.encoded()).writer, "a\\b\nc")
+
+        // A format 1 marker (no writer) reads as before; a W record there is not format 1.
+        let old = try Marker(groups: groups, hashes: hashes).encoded()
+        XCTAssertNil(try Marker.decode(old).writer)
+        var oldWithW = Data(Marker.magic) + Data([1])
+        oldWithW.append(try Zlib.compress(Data("W someone\n".utf8)))
+        assertDamaged(oldWithW, containing: "unknown record")
+        var late = Data(Marker.magic) + Data([2])
+        late.append(try Zlib.compress(Data("G 0 0 x\nW someone\n".utf8)))
+        assertDamaged(late, containing: "the writer record is not the first line")
+        var missing = Data(Marker.magic) + Data([2])
+        missing.append(try Zlib.compress(Data("G 0 0 x\n".utf8)))
+        assertDamaged(missing, containing: "without its writer record")
+        XCTAssertThrowsError(try Marker(writer: "").encoded())
+    }
+
     func testNewerFormatAsksForAnUpgrade() throws {
         var data = try Marker(groups: groups, hashes: [:]).encoded()
-        data[6] = 2
-        assertDecodeFails(data, .newerFormat(found: 2, readable: 1))
+        data[6] = 3
+        assertDecodeFails(data, .newerFormat(found: 3, readable: 2))
         XCTAssertEqual(
-            MarkerError.newerFormat(found: 2, readable: 1).description,
-            "written by a newer version of backup (format 2; this version reads 1): upgrade backup")
+            MarkerError.newerFormat(found: 3, readable: 2).description,
+            "written by a newer version of backup (format 3; this version reads 2): upgrade backup")
         data[6] = 255
-        assertDecodeFails(data, .newerFormat(found: 255, readable: 1))
+        assertDecodeFails(data, .newerFormat(found: 255, readable: 2))
         data[6] = 0
         assertDamaged(data, containing: "unknown format 0")
     }

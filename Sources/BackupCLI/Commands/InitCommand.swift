@@ -4,7 +4,7 @@
 import BackupApp
 
 enum InitCommand {
-    static func run(_ command: ParsedCommand, app: BackupApp, profileName: String, output: Output) throws(AppError) -> ExitStatus {
+    static func run(_ command: ParsedCommand, app: BackupApp, profileName: String, output: Output) async throws(AppError) -> ExitStatus {
         for option in ["profile", "source", "remote", "group", "exclude"] {
             for value in command.all(option) where Config.holdsControlCharacter(value) {
                 throw AppError(.usage, "--\(option) \"\(TerminalText.visible(value))\": a value written to the config file cannot "
@@ -39,9 +39,11 @@ enum InitCommand {
                 profile.groups.append(ProfileGroup(name: name, patterns: [pattern], required: required))
             }
         }
-        let saved = try app.initProfile(profile, replace: command.flag("force"))
-        output.summary("profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)",
-                       "next: `backup sync --profile \(saved.name) --yes` for the first backup")
+        let (saved, notes) = try await app.initProfile(profile, replace: command.flag("force"), creatingRemote: true)
+        output.summary(lines: notes + [
+            "profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)",
+            "next: `backup sync --profile \(saved.name) --yes` for the first backup",
+        ])
         return .success
     }
 }

@@ -5,7 +5,9 @@ import BackupEngine
 
 enum SyncCommand {
     static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile, output: Output) async throws(AppError) -> ExitStatus {
-        let request = SyncRequest(consent: command.flag("yes"), allowShrink: command.flag("allow-shrink"), dryRun: command.flag("dry-run"))
+        let request = SyncRequest(
+            consent: command.flag("yes"), allowShrink: command.flag("allow-shrink"), dryRun: command.flag("dry-run"),
+            allowMissingRemote: command.flag("allow-missing-remote"), takeOver: command.flag("take-over"))
         let summary = try await app.sync(profile, request, events: output.events)
         for note in summary.symlinksSkipped > 0 ? ["\(summary.symlinksSkipped) symbolic link(s) skipped: links are never followed or backed up"] : [] {
             if !output.json { output.line("note: \(note)") }
@@ -30,6 +32,7 @@ enum SyncCommand {
         case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
             result["status"] = "unavailable"
             result["reason"] = Words.key(reason)
+            if case .otherWriter(let writer) = reason { result["writer"] = writer }
             lines = [Words.explain(reason, remote: profile.remote)]
         case .ran(.failed(let error, let report)):
             result["status"] = "failed"

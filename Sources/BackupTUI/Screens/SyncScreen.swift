@@ -41,7 +41,7 @@ final class SyncScreen: Screen {
         case .shrinkSuspected: return [.allowShrink]
         case .writeHeld: return [.openHold]
         case .restorePending: return [.restoreFirst]
-        case .noAccount, nil: return [.syncAgain]
+        case .noAccount, .remoteMissing, .otherWriter, nil: return [.syncAgain]
         }
     }
 
