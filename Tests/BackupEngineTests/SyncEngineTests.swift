@@ -233,17 +233,19 @@ final class SyncEngineTests: XCTestCase {
         let f = try EngineFixture()
         let statePath = f.statePath
         let remoteRoot = f.remoteRoot
-        // Before every put, a second connection (as another process would) must see exactly
-        // the files already on the remote disk, with their sizes and the hashes of their bytes.
+        // Before every put, a second connection (as another process would) must see the files
+        // already on the remote disk, with their sizes and the hashes of their bytes: all of
+        // them but the one about to be replaced, which the state stops claiming before its new
+        // bytes start landing (one transfer at a time here).
         f.storage.setHook { call, _ in
-            guard case .put = call else { return }
+            guard case .put(let putting) = call else { return }
             var onDisk: [String: (Int64, String)] = [:]
             for name in try FileManager.default.contentsOfDirectory(atPath: remoteRoot) where !name.hasPrefix(".backup-") {
                 let data = try Data(contentsOf: URL(fileURLWithPath: remoteRoot + "/" + name))
                 onDisk[name] = (Int64(data.count), SHA256Hasher.hex(data))
             }
             let recorded = try StateStore(path: statePath).entries()
-            XCTAssertEqual(recorded.keys.sorted(), onDisk.keys.sorted())
+            XCTAssertEqual(recorded.keys.sorted(), onDisk.keys.filter { $0 != putting }.sorted())
             for (path, entry) in recorded {
                 XCTAssertEqual(entry.size, onDisk[path]?.0, path)
                 XCTAssertEqual(entry.hash, onDisk[path]?.1, path)
