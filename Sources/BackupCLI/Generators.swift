@@ -463,7 +463,12 @@ enum Manual {
             uploads were all skipped leaves it as it was). Every file goes to a temporary name and is renamed into place, so no \
             half-written file ever has its real name, and the state is saved after every write: a run \
             stopped at any point, even by `kill -9` or a power cut, continues with only what it had not \
-            finished. A file that cannot be read now is kept on the remote, never deleted. If the remote's \
+            finished. The state never claims a file the remote lacks: a file being replaced or deleted is \
+            taken out of it first, so one caught by a kill mid-write is compared afresh next run. The \
+            temporary files a stopped run leaves are removed by the next run that writes, once they are an \
+            hour old (so another machine's live upload is never touched; on S3, incomplete multipart \
+            uploads under the prefix, once a day old); a preview or a held run leaves them. A file that \
+            cannot be read now is kept on the remote, never deleted. If the remote's \
             identity changes (another disk, account or bucket), the state starts over with a full upload, \
             never a merge. Two runs of one profile never interleave: the second waits two seconds, then \
             exits with status 3 naming the process that holds the profile.
