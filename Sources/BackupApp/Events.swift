@@ -84,6 +84,8 @@ struct ObservedStorage: RemoteStorage {
     func delete(_ path: String) async throws { try await base.delete(path) }
     func prefetch(_ paths: [String]) async { await base.prefetch(paths) }
     func flush() async throws { try await base.flush() }
+    func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { base.isSameVersion(recorded: recorded, listed: listed) }
+    func sweepTemporaries() async throws -> Int { try await base.sweepTemporaries() }
 }
 
 /// Starts the remote's listing at once, so it runs while the source is scanned, and hands
@@ -123,4 +125,6 @@ final class PrefetchedListing: RemoteStorage {
     func delete(_ path: String) async throws { try await base.delete(path) }
     func prefetch(_ paths: [String]) async { await base.prefetch(paths) }
     func flush() async throws { try await base.flush() }
+    func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { base.isSameVersion(recorded: recorded, listed: listed) }
+    func sweepTemporaries() async throws -> Int { try await base.sweepTemporaries() }
 }

@@ -208,4 +208,10 @@ public final class FaultyStorage: RemoteStorage {
         try await enter(.flush)
         try await base.flush()
     }
+
+    public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool {
+        base.isSameVersion(recorded: recorded, listed: listed)
+    }
+
+    public func sweepTemporaries() async throws -> Int { try await base.sweepTemporaries() }
 }
