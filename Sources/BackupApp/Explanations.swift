@@ -49,9 +49,9 @@ public enum Explanations {
                     + "Check that the source is complete (an unmounted disk?); if you really deleted them, run again with --allow-shrink")
         case .remoteMissing:
             Explanation(
-                what: "\(remote) was synced from here before and now holds no files and no marker: nothing was written. "
+                what: "\(remote) was synced from here before and no longer holds its marker (it is empty, or holds files that are not this backup): nothing was written. "
                     + "Is the disk mounted, the share connected, the URL right?",
-                scripted: "\(remote) was synced from here before and now holds no files and no marker: nothing was written. "
+                scripted: "\(remote) was synced from here before and no longer holds its marker (it is empty, or holds files that are not this backup): nothing was written. "
                     + "Is the disk mounted, the share connected, the URL right? If the backup there is really gone, "
                     + "run again with --allow-missing-remote to write a new one")
         case .otherWriter(let writer):

@@ -287,6 +287,7 @@ public final class SyncEngine: Sendable {
         var adopt: [StateEntry] = []
         var known: [StateEntry] = []
         known.reserveCapacity(remote.count)
+        var held = 0  // listed files the state knew: the remote still holds this backup's files
         var k = 0
         var r = 0
         while k < stored.count || r < remote.count {
@@ -302,6 +303,7 @@ public final class SyncEngine: Sendable {
             if order == 0 {
                 let entry = stored[k]
                 k += 1
+                held += 1
                 if entry.size == file.size, entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId {
                     known.append(entry)
                     continue
@@ -363,10 +365,13 @@ public final class SyncEngine: Sendable {
 
         var refusal: UnavailableReason?
         // Beyond the contract, the remote-missing guard: a remote this profile completed a sync
-        // to, that now lists nothing at all (an unmounted disk's bare mount point), is not
-        // written. It holds while the identity is the same or can no longer be told (a mount
-        // point has no volume id); a provider naming another identity is an account switch.
-        if policy.guardMissingRemote, !snapshot.allowMissingRemote, listing.isEmpty, syncedBefore,
+        // to, that now holds no marker (an unmounted disk's bare mount point, empty or with a
+        // stray file; another disk mounted in its place), is not written: a completed sync
+        // always leaves its marker. A remote that lost only the marker but holds the backup's
+        // files gets it back (rule 5). It holds while the identity is the same or can no longer be
+        // told (a mount point has no volume id); a provider naming another identity is an
+        // account switch.
+        if policy.guardMissingRemote, !snapshot.allowMissingRemote, remoteMarker == nil, held == 0, syncedBefore,
             change != .reset || providerKey == nil
         {
             refusal = .remoteMissing

@@ -62,3 +62,46 @@ final class WrappedStorageTests: XCTestCase {
         XCTAssertEqual(result.result?["uploaded"] as? Int, 0, "old-form ids made the binary upload again: \(result.stdout)")
     }
 }
+
+/// The remote-missing guard, as a user meets it: the disk behind a mount point is gone, and
+/// what is there instead is not the backup.
+final class RemoteMissingGuardTests: XCTestCase {
+    private func synced() throws -> CLIFixture {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote).status, 0)
+        for i in 0..<5 { try f.write("f\(i).txt", "file \(i)") }
+        XCTAssertEqual(try f.run("sync", "--yes").status, 0)
+        return f
+    }
+
+    /// Empties the remote as an unmount does, volume id and marker included.
+    private func unmount(_ f: CLIFixture) throws {
+        for name in try FileManager.default.contentsOfDirectory(atPath: f.remote) {
+            try FileManager.default.removeItem(atPath: f.remote + "/" + name)
+        }
+    }
+
+    func testAnUnmountedMountPointWithAStrayFileIsRemoteMissingAndTheFileStays() throws {
+        let f = try synced()
+        try unmount(f)
+        try Data("stray".utf8).write(to: URL(fileURLWithPath: f.remote + "/README"))
+        let result = try f.run("sync", "--json")
+        XCTAssertEqual(result.status, 3, result.stdout + result.stderr)
+        XCTAssertEqual(result.result?["reason"] as? String, "remoteMissing")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: f.remote), ["README"], "something was written or deleted")
+    }
+
+    func testAnotherDiskMountedInItsPlaceIsRemoteMissingAndItsFilesStay() throws {
+        let f = try synced()
+        try unmount(f)
+        for i in 1...3 { try Data("precious \(i)".utf8).write(to: URL(fileURLWithPath: f.remote + "/photo\(i).jpg")) }
+        let result = try f.run("sync", "--json")
+        XCTAssertEqual(result.status, 3, result.stdout + result.stderr)
+        XCTAssertEqual(result.result?["reason"] as? String, "remoteMissing")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: f.remote).sorted(), ["photo1.jpg", "photo2.jpg", "photo3.jpg"])
+        // On purpose, for one run: the backup is written there (the photos are not this backup's).
+        let allowed = try f.run("sync", "--allow-missing-remote", "--json")
+        XCTAssertEqual(allowed.status, 0, allowed.stdout + allowed.stderr)
+    }
+}

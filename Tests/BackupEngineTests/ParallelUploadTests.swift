@@ -82,12 +82,13 @@ final class ParallelUploadTests: XCTestCase {
     func testHoldSetDuringAParallelRunStopsNewUploads() async throws {
         let f = try EngineFixture(transfers: 3)
         let engine = f.engine
-        // The first three uploads are all in flight (each waits for the gate) when the second
-        // sets the hold: they finish, and no fourth one may start.
+        // The first three uploads are all in flight (each waits for the gate) when the third
+        // sets the hold: they finish, and no fourth one may start. (Set by the third, not the
+        // second: the run may check the hold between starting the second and the third.)
         let gate = Mutex(false)
         f.storage.setHook { call, count in
             guard case .put = call else { return }
-            if count == 2 {
+            if count == 3 {
                 try engine.setHold(.held(reason: "stop"))
                 gate.withLock { $0 = true }
             }
