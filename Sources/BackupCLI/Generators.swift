@@ -368,6 +368,7 @@ enum Manual {
             ("Cm s3://bucket[/prefix]", "A bucket, or a prefix in it, on AWS S3 or S3-compatible storage (Backblaze B2, Wasabi, MinIO, Ceph, Garage)."),
         ])
         page.text("A password in a URL is refused: it would end up in the shell history and the process list.")
+        page.text("A folder remote keeps any file name. WebDAV and S3 do not back up a file whose name is not valid UTF-8 or holds a control character: servers re-encode such names (`rclone serve` lists them under another name once its cache expires), and a later sync would delete the file it uploaded. Each such file is named, the rest is backed up, and the run ends with exit status 1; rename the file, or back it up to a folder remote.")
 
         page.macro("Ss Patterns")
         page.paragraphs("""

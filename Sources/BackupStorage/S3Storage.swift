@@ -236,6 +236,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// Uploads the local file, in parts above the multipart threshold; a file that cannot be
     /// read throws `LocalFileError`.
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+        try checkCarriable(path, localPath: localPath, server: location.displayURL)
         let key = try objectPath(path)
         let (fd, size) = try openLocalSource(localPath)
         defer { close(fd) }

@@ -431,7 +431,7 @@ final class S3StorageTests: XCTestCase {
         XCTAssertEqual(second.uploaded, [], "a multipart object's id must match its listing")
     }
 
-    func testNamesNotUTF8OrHoldingTheEscapeRoundTripByteExactly() async throws {
+    func testNamesHoldingTheEscapeRoundTripAndNamesNotUTF8OrWithControlsAreRefusedPerFile() async throws {
         let remote = try makeRemote()
         try await awkwardNamesRoundTrip(try remote.storage(prefix: ["laptop"]), scratch: remote.scratch)
     }

@@ -619,7 +619,7 @@ final class WebDAVStorageTests: XCTestCase {
         try await engineRoundTrip(remote.storage, scratch: remote.scratch)
     }
 
-    func testNamesNotUTF8OrHoldingTheEscapeRoundTripByteExactly() async throws {
+    func testNamesHoldingTheEscapeRoundTripAndNamesNotUTF8OrWithControlsAreRefusedPerFile() async throws {
         let remote = try makeRemote()
         try await awkwardNamesRoundTrip(remote.storage, scratch: remote.scratch)
     }
@@ -770,12 +770,19 @@ func engineRoundTrip(_ storage: any RemoteStorage, scratch: String, file: Static
 func awkwardNamesRoundTrip(_ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath,
                            line: UInt = #line) async throws {
     let escape = "\u{201B}"
+    // Names holding the escape character itself are carried (the codec doubles it, and servers
+    // keep the pair); names that are not UTF-8 or hold a control character are refused per file.
     let rawNames: [[UInt8]] = [
-        Array("caf".utf8) + [0xE9] + Array(".txt".utf8),
-        [0xFF, 0xFE],
         Array("quote \(escape) inside".utf8),
         Array("lit\(escape)FF and \(escape)\(escape)".utf8),
-        Array("d".utf8) + [0xFF] + Array("/in \(escape) folder".utf8),
+        Array("in \(escape) folder/file \(escape)41".utf8),
+    ]
+    let refusedNames: [[UInt8]] = [
+        Array("caf".utf8) + [0xE9] + Array(".txt".utf8),
+        [0xFF, 0xFE],
+        Array("d".utf8) + [0xFF] + Array("/in folder".utf8),
+        Array("ctl\u{1B}[2J".utf8),
+        Array("tab\tname".utf8),
     ]
     func rawOpen(_ path: String, _ flags: Int32) -> Int32 { FileName.withCString(path) { open($0, flags, 0o644) } }
     let tree = scratch + "/tree", restored = scratch + "/restored"
@@ -801,12 +808,28 @@ func awkwardNamesRoundTrip(_ storage: any RemoteStorage, scratch: String, file: 
         entries.append(SyncEntry(path: path, size: Int64(data.count), hash: try SHA256Hasher.hexOfFile(atPath: tree + "/" + path),
                                  source: .file(tree + "/" + path)))
     }
+    var refusedPaths: [String] = []
+    for (index, raw) in refusedNames.enumerated() {
+        let path = FileName.string(fromBytes: raw)
+        refusedPaths.append(path)
+        var folder = tree
+        for part in path.split(separator: "/").dropLast() {
+            folder += "/" + part
+            _ = FileName.withCString(folder) { mkdir($0, 0o755) }
+        }
+        let fd = rawOpen(tree + "/" + path, O_WRONLY | O_CREAT | O_TRUNC)
+        XCTAssertGreaterThanOrEqual(fd, 0, file: file, line: line)
+        _ = write(fd, "refused \(index)", 9)
+        close(fd)
+        entries.append(SyncEntry(path: path, size: 9, hash: try SHA256Hasher.hexOfFile(atPath: tree + "/" + path), source: .file(tree + "/" + path)))
+    }
     let engine = SyncEngine(storage: storage, state: try StateStore(path: scratch + "/names-state.db"))
     let snapshot = SyncSnapshot(entries: entries, marker: Data("names".utf8))
     guard case .completed(let first) = try await engine.sync(snapshot) else {
         return XCTFail("the first run did not complete", file: file, line: line)
     }
-    XCTAssertEqual(first.sourceFailures.map(\.message), [], "files left behind", file: file, line: line)
+    XCTAssertEqual(Set(first.sourceFailures.map(\.path)), Set(refusedPaths.map { tree + "/" + $0 }), "refused per file", file: file, line: line)
+    XCTAssertTrue(first.sourceFailures.allSatisfy(\.nameNotCarried), file: file, line: line)
     XCTAssertEqual(Set(first.uploaded), Set(contents.keys).union([SyncEngine.defaultMarkerPath]), file: file, line: line)
     guard case .completed(let second) = try await engine.sync(snapshot) else {
         return XCTFail("the second run did not complete", file: file, line: line)
