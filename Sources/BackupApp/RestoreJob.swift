@@ -259,7 +259,7 @@ extension BackupApp {
     }
 
     /// The command that continues the recorded restore.
-    static func resumeCommand(profile: Profile?, remoteURL: String?, target: String) -> String {
+    public static func resumeCommand(profile: Profile?, remoteURL: String?, target: String) -> String {
         if let remoteURL { return "backup restore --remote \(RemoteURL.redacted(remoteURL)) --to \(target) --resume" }
         return "backup restore --profile \(profile?.name ?? "default") --resume"
     }

@@ -249,7 +249,18 @@ public final class RestoreEngine: Sendable {
             // Counted as an attempt on each file; still staged, so offered again next run
             // without a new download (but checked again first).
             let reason: String
-            if case .failed(let failure) = result { reason = failure.description } else { reason = "rejected at placement" }
+            if case .failed(let failure) = result {
+                reason = failure.description
+                // Told as a download failure is: a link in the way is never a silent retry. A
+                // refused path names its own file; any other failure is the whole group's.
+                var named = indices
+                if case .refused(let refused) = failure {
+                    named = indices.filter { files[$0].file.remotePath == refused.remotePath }
+                }
+                for index in named.isEmpty ? indices : named { onFileFailed(files[index].file, failure) }
+            } else {
+                reason = "rejected at placement"
+            }
             try record.countAttempt(ids, reason: reason, status: .downloaded)
             for index in indices {
                 files[index].attempts += 1

@@ -57,6 +57,10 @@ public enum RestorePlanner {
                 refused.append(error)
                 continue
             }
+            if file.size < 0 {
+                refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it with a negative size (\(file.size))"))
+                continue
+            }
             byGroup[name, default: []].append(RestoreFile(
                 remotePath: file.path, placePath: file.path, required: group?.required ?? false, group: name,
                 sha256: marker.hashes[file.path], size: file.size))

@@ -220,3 +220,39 @@ final class RestoreHardeningTests: XCTestCase {
         XCTAssertEqual(everything.filter { $0.contains(".backup-tmp") }, [], "temporary files left behind")
     }
 }
+
+final class RestoreMessagesTests: XCTestCase {
+    func testAnIncompleteRestoreWithoutAProfileNamesTheWholeCommandThatContinues() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote, "--group", "papers=papers/,required").status, 0)
+        try f.write("papers/a.txt", "alpha")
+        XCTAssertEqual(try f.run("sync", "--yes").status, 0)
+        let target = f.dir.path("bare")
+        try f.dir.write("bare/papers/a.txt", Data("a local edit".utf8))  // a conflict: the group waits
+        let result = try f.run("restore", "--remote", f.remote, "--to", target)
+        XCTAssertEqual(result.status, 4, result.stdout + result.stderr)
+        let command = "backup restore --remote \(f.remote) --to \(target) --resume"
+        XCTAssertTrue((result.stdout + result.stderr).contains(command), result.stdout + result.stderr)
+        let continued = try f.run(["restore", "--remote", f.remote, "--to", target, "--resume", "--overwrite"])
+        XCTAssertEqual(continued.status, 0, continued.stdout + continued.stderr)
+    }
+
+    func testAFolderLinkInTheTargetIsReportedNotRetriedSilently() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote).status, 0)
+        try f.write("docs/a.txt", "alpha")
+        try f.write("b.txt", "bravo")
+        XCTAssertEqual(try f.run("sync", "--yes").status, 0)
+        let target = f.dir.path("restored")
+        try f.dir.makeFolder("restored")
+        try f.dir.makeFolder("outside")
+        XCTAssertEqual(symlink(f.dir.path("outside"), target + "/docs"), 0)
+        let result = try f.run("restore", "--to", target, "--overwrite", "--json")
+        let errors = result.jsonLines.filter { $0["event"] as? String == "error" }
+        XCTAssertEqual(errors.compactMap { $0["path"] as? String }, ["docs/a.txt"], result.stdout)
+        XCTAssertTrue((errors.first?["message"] as? String ?? "").contains("link"), result.stdout)
+        XCTAssertEqual(try f.dir.entries(under: "outside"), [], "written through the link")
+    }
+}

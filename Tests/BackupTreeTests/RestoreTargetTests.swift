@@ -89,6 +89,12 @@ final class RestoreTargetTests: XCTestCase {
         XCTAssertEqual(result.plan.files.count, files.count, "nothing planned for a refused path")
     }
 
+    func testANegativeListedSizeIsRefusedByName() async throws {
+        let result = try await planned(into: RestoreTarget(root: dir.path("target")), extra: [RemoteFile(path: "neg.txt", size: -1)])
+        XCTAssertEqual(result.refused.map(\.remotePath), ["neg.txt"])
+        XCTAssertFalse(result.plan.files.contains { $0.remotePath == "neg.txt" })
+    }
+
     func testDuplicateListingEntriesArePlannedOnceAndTheRestoreCompletes() async throws {
         let target = RestoreTarget(root: dir.path("target"))
         let (marker, source, listing) = try await found()

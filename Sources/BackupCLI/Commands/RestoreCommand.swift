@@ -40,7 +40,9 @@ enum RestoreCommand {
         result.merge(Output.pathFields("target", summary.target)) { a, _ in a }
         if !summary.refused.isEmpty { result.merge(Output.pathList("refused", summary.refused.map(\.remotePath))) { a, _ in a } }
         if !summary.pending.isEmpty { result.merge(Output.pathList("pending_paths", summary.pending)) { a, _ in a } }
-        let resumeHint = "run `backup restore --resume` to continue"
+        let continuing = BackupApp.resumeCommand(
+            profile: profile, remoteURL: command.value("remote"), target: summary.target)
+        let resumeHint = "run `\(continuing)` to continue"
         var lines: [String]
         switch summary.result {
         case .restored(.completed):
