@@ -69,21 +69,24 @@ public enum FileName {
     /// character itself. Anything else (`‛2E` for ".", `‛2F` for "/", `‛00`, a lone escape)
     /// comes from no file system and is taken literally, as its own UTF-8: decoding can
     /// never produce "/", NUL, "." or "..". Untrusted paths are refused earlier, by
-    /// `RelativePath`, which checks `isCanonical`.
+    /// `RelativePath`, which checks `canonicalBytes(of:)`.
     public static func bytes(of name: String) -> [UInt8] {
-        let utf8 = Array(name.utf8)
-        guard containsEscape(utf8) else { return utf8 }
-        let decoded = decode(utf8)
-        return string(fromBytes: decoded) == name ? decoded : utf8
+        canonicalBytes(of: name) ?? Array(name.utf8)
     }
 
     /// Whether `name` is what `string(fromBytes:)` makes of some bytes: true for every name
     /// without the escape character, and for escapes that stand only for bytes that are not
     /// valid UTF-8 (or for a doubled escape character).
     public static func isCanonical(_ name: String) -> Bool {
+        canonicalBytes(of: name) != nil
+    }
+
+    /// The bytes a canonical `name` stands for, or nil when `name` is not canonical.
+    public static func canonicalBytes(of name: String) -> [UInt8]? {
         let utf8 = Array(name.utf8)
-        guard containsEscape(utf8) else { return true }
-        return string(fromBytes: decode(utf8)) == name
+        guard containsEscape(utf8) else { return utf8 }
+        let decoded = decode(utf8)
+        return string(fromBytes: decoded) == name ? decoded : nil
     }
 
     /// Every escape decoded, canonical or not.

@@ -36,13 +36,14 @@ public enum RelativePath {
             if part.utf8.elementsEqual(".".utf8) || part.utf8.elementsEqual("..".utf8) {
                 throw refuse("it has a \".\" or \"..\" component")
             }
-            // Checked again on the bytes the component stands for: only a canonical escape
-            // is decoded, so this holds by construction; the check keeps it so.
-            guard FileName.isCanonical(part) else {
+            // A component with an escape is checked again on the bytes it stands for (one
+            // without stands for its own UTF-8, checked above). Only a canonical escape is
+            // decoded, so the second check holds by construction; it keeps it so.
+            guard FileName.isEscaped(part) else { continue }
+            guard let bytes = FileName.canonicalBytes(of: part) else {
                 throw refuse("it has an escape (\u{201B}) that stands for no byte of a real name, "
                     + "such as \u{201B}2E for \".\" or \u{201B}2F for \"/\"")
             }
-            let bytes = FileName.bytes(of: part)
             if bytes.isEmpty || bytes.contains(0) || bytes.contains(UInt8(ascii: "/")) || bytes == [0x2E] || bytes == [0x2E, 0x2E] {
                 throw refuse("a component stands for \"/\", NUL, \".\" or \"..\"")
             }
