@@ -147,7 +147,7 @@ extension BackupApp {
             var restoredWriter: String?
             if request.resume {
                 events(.phase("restoring"))
-                try target.prepare()
+                try target.createFolder()  // for the free-space check; the engine prepares the rest
                 try Self.checkFreeSpace(target, needs: try record.files().filter { $0.status == .pending }.compactMap(\.file.size))
                 outcome = try await engine.resume(resetAttempts: request.resetAttempts, placement: placement, onProgress: progress)
                 Self.reportListingNotes(remote.storage, events)
@@ -159,26 +159,27 @@ extension BackupApp {
                     summary.result = .probe(probe)
                     return summary
                 }
-                restoredWriter = (try? Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count)))?.writer
                 let planned: PlannedRestore
                 do {
+                    // Decoded once: its writer, its groups for --only, and the plan.
+                    let decoded = try Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count))
+                    restoredWriter = decoded.writer
                     let only = request.only.isEmpty ? nil : Set(request.only)
                     if let only {
-                        let decoded = try Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count))
                         let known = Set(decoded.groups.map(\.name) + [RestorePlanner.otherFilesGroup])
                         let unknown = only.subtracting(known).sorted()
                         if !unknown.isEmpty {
                             throw AppError.usage("--only: the backup has no group \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); its groups are \(known.sorted().joined(separator: ", "))")
                         }
                     }
-                    planned = try RestorePlanner.plan(marker: marker, source: source, files: files, target: target, only: only)
+                    planned = RestorePlanner.plan(marker: decoded, source: source, files: files, target: target, only: only)
                 } catch let error as MarkerError {
                     throw AppError(.damaged, "the backup's marker on \(remote.displayURL) cannot be used: \(error); "
                         + "nothing was restored. Run `backup sync` from the source to write a new one")
                 }
                 summary.refused = planned.refused
                 for refused in planned.refused { events(.note(path: refused.remotePath, message: refused.description)) }
-                try target.prepare()
+                try target.createFolder()  // for the free-space check; the engine prepares the rest
                 try Self.checkFreeSpace(target, needs: planned.plan.files.compactMap(\.size))
                 if intoOwnSource, let profile {
                     // Until restored (or abandoned), every file of the backup the source lacks is

@@ -42,6 +42,15 @@ public enum RestorePlanner {
         markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
     ) throws(MarkerError) -> PlannedRestore {
         let marker = try Marker.decode(data, maxContentSize: Marker.contentLimit(listedFiles: files.count))
+        return plan(marker: marker, source: source, files: files, target: target, markerPath: markerPath, only: only)
+    }
+
+    /// The same plan from a marker already decoded (a caller that also reads its groups or
+    /// writer decodes it once).
+    public static func plan(
+        marker: Marker, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
+        markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
+    ) -> PlannedRestore {
         var refused: [RefusedPath] = []
         var byGroup: [String: [RestoreFile]] = [:]
         // A listing that names a path twice (a damaged or hostile server) keeps its first entry.

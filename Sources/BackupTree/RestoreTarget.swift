@@ -59,12 +59,18 @@ public struct RestoreTarget: RestoreStaging {
     }
 
     /// Creates the target folder (and its parents) if it is missing.
-    public func prepare() throws {
+    public func createFolder() throws {
         do {
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         } catch {
             throw LocalFileError(path: root, message: "cannot create the restore target \(root): \(error.localizedDescription)")
         }
+    }
+
+    /// Before a run (the engine's call): the target folder made, and the temporaries a
+    /// stopped run left in the staging folder removed.
+    public func prepare() throws {
+        try createFolder()
         // A stopped run's temporaries are garbage: no record names them.
         guard let rootFD = try? openRoot() else { return }
         defer { close(rootFD) }
@@ -105,7 +111,7 @@ public struct RestoreTarget: RestoreStaging {
         do {
             chain = try openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: true, operation: "staging", displayRoot: root)
         } catch {
-            throw Self.walkFailure(error, file.placePath, root)
+            throw Self.walkFailure(error, file, root)
         }
         let folderFD = chain[chain.count - 1]
         chain.dropLast().forEach { close($0) }
@@ -142,23 +148,23 @@ public struct RestoreTarget: RestoreStaging {
     }
 
     public func openStaged(_ file: RestoreFile) throws -> Int32? {
+        inStagedFolder(of: file) { folderFD, name in Self.openRegular(folderFD, name) } ?? nil
+    }
+
+    public func removeStaged(_ file: RestoreFile) {
+        _ = inStagedFolder(of: file) { folderFD, name in FileName.withCString(name) { unlinkat(folderFD, $0, 0) } }
+    }
+
+    /// `body` with the staging folder of `file` (walked without following links or creating
+    /// anything) and the file's name; nil when the path is refused or the folder is not there.
+    private func inStagedFolder<T>(of file: RestoreFile, _ body: (Int32, String) -> T) -> T? {
         guard let parts = try? Self.parts(file.placePath), let rootFD = try? openRoot() else { return nil }
         defer { close(rootFD) }
         guard let chain = try? openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: false, operation: "reading", displayRoot: root) else {
             return nil
         }
         defer { chain.forEach { close($0) } }
-        return Self.openRegular(chain.last ?? rootFD, parts[parts.count - 1])
-    }
-
-    public func removeStaged(_ file: RestoreFile) {
-        guard let parts = try? Self.parts(file.placePath), let rootFD = try? openRoot() else { return }
-        defer { close(rootFD) }
-        guard let chain = try? openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: false, operation: "reading", displayRoot: root) else {
-            return
-        }
-        defer { chain.forEach { close($0) } }
-        _ = FileName.withCString(parts[parts.count - 1]) { unlinkat(chain.last ?? rootFD, $0, 0) }
+        return body(chain.last ?? rootFD, parts[parts.count - 1])
     }
 
     /// Removes the staging folder and everything in it (without following a link).
@@ -222,12 +228,14 @@ public struct RestoreTarget: RestoreStaging {
         return fd
     }
 
-    private static func walkFailure(_ error: FolderWalkError, _ placePath: String, _ root: String) -> any Error {
+    /// A failed walk while staging or placing `file`: a link (or a file) in the way is a
+    /// refused path, never written through; anything else is the local side's failure.
+    private static func walkFailure(_ error: FolderWalkError, _ file: RestoreFile, _ root: String) -> any Error {
         if error.code == ELOOP || error.code == ENOTDIR {
-            return RefusedPath(remotePath: placePath, reason: "\(error.path) is a link or not a folder; "
+            return RefusedPath(remotePath: file.remotePath, reason: "\(error.path) is a link or not a folder; "
                 + "writing through it could write outside \(root)")
         }
-        return LocalFileError(path: error.path, message: "cannot \(error.operation == "staging" ? "create the folder" : error.operation) \(error.path): \(String(cString: strerror(error.code)))")
+        return LocalFileError(path: error.path, message: "cannot create the folder \(error.path): \(String(cString: strerror(error.code)))")
     }
 
     // MARK: Conflicts
@@ -295,11 +303,7 @@ public struct RestoreTarget: RestoreStaging {
             do {
                 target = try openFolderChain(parts.dropLast(), under: rootFD, create: true, operation: "placing", displayRoot: root)
             } catch {
-                if error.code == ELOOP || error.code == ENOTDIR {
-                    throw RefusedPath(remotePath: file.remotePath, reason: "\(error.path) is a link or not a folder; "
-                        + "placing through it could write outside \(root)")
-                }
-                throw LocalFileError(path: error.path, message: "cannot create the folder \(error.path): \(String(cString: strerror(error.code)))")
+                throw Self.walkFailure(error, file, root)
             }
             defer { target.forEach { close($0) } }
             let staging: [Int32]
