@@ -99,7 +99,7 @@ public final class RestoreEngine: Sendable {
         if !toFetch.isEmpty { await storage.prefetch(toFetch) }
 
         // Rule 3: required groups first, in plan order; the first failure ends the run.
-        for (groupIndex, group) in groups.enumerated() where group.required {
+        for group in groups where group.required {
             let open = group.indices.filter { files[$0].status != .done }
             if open.isEmpty { continue }
             for index in open {
@@ -110,7 +110,7 @@ public final class RestoreEngine: Sendable {
                 run.report()
             }
             let offered = RestoreGroup(name: group.name, required: true, files: open.map { files[$0].file }, failed: [])
-            switch try await place(offered, open, &files, placement, groupIndex, &run) {
+            switch try await place(offered, open, &files, placement, &run) {
             case .placed: break
             case .rejected: return .placementRejected(group: offered.label)
             case .failed(let failure): return .failed(failure)
@@ -120,7 +120,7 @@ public final class RestoreEngine: Sendable {
 
         // Rule 4: optional groups, best-effort; what landed of a group is placed even when a
         // sibling failed; a file out of attempts is skipped.
-        for (groupIndex, group) in groups.enumerated() where !group.required {
+        for group in groups where !group.required {
             let open = group.indices.filter { files[$0].status != .done && files[$0].attempts < maxAttempts }
             if open.isEmpty { continue }
             var landed: [Int] = []
@@ -132,7 +132,7 @@ public final class RestoreEngine: Sendable {
             if landed.isEmpty { continue }
             let offered = RestoreGroup(
                 name: group.name, required: false, files: landed.map { files[$0].file }, failed: failed.map { files[$0].file })
-            _ = try await place(offered, landed, &files, placement, groupIndex, &run)
+            _ = try await place(offered, landed, &files, placement, &run)
             run.report()
         }
 
@@ -150,15 +150,12 @@ public final class RestoreEngine: Sendable {
     /// Makes sure file `index` is downloaded and verified; nil when it is, else why not.
     ///
     /// Rule 7: a file staged by an earlier run is not fetched again, but it is checked again
-    /// (size and SHA-256) before it may be placed: the disk may have changed between runs.
+    /// (size and SHA-256) before it may be placed: the disk may have changed between runs. A
+    /// run fetches each file once, so what it downloads itself is checked once, as it lands.
     private func fetch(_ files: inout [RecordedFile], _ index: Int, _ run: inout Run) async throws -> RestoreFailure? {
-        if run.verified.contains(index) { return nil }
         let file = files[index].file
         if files[index].status == .downloaded {
-            if try stagedCopyIsIntact(file) {
-                run.verified.insert(index)
-                return nil
-            }
+            if try stagedCopyIsIntact(file) { return nil }
             staging.removeStaged(file)
         }
         try Task.checkCancellation()
@@ -188,7 +185,6 @@ public final class RestoreEngine: Sendable {
         // Rule 5: saved after every download.
         try record.setStatus(.downloaded, [files[index].index])
         run.setStatus(index, .downloaded, in: &files)
-        run.verified.insert(index)
         return nil
     }
 
@@ -229,7 +225,7 @@ public final class RestoreEngine: Sendable {
     /// Rule 2: offers a group to placement and records the answer (rule 5).
     private func place(
         _ group: RestoreGroup, _ indices: [Int], _ files: inout [RecordedFile], _ placement: any RestorePlacement,
-        _ groupIndex: Int, _ run: inout Run
+        _ run: inout Run
     ) async throws -> Placed {
         try Task.checkCancellation()
         let result: Placed
@@ -302,7 +298,7 @@ public final class RestoreEngine: Sendable {
     }
 
     /// The counts of one run, kept up to date as statuses change (never recounted: a step
-    /// costs the same at 1,000,000 files as at 10), and what this run has verified itself.
+    /// costs the same at 1,000,000 files as at 10).
     private struct Run {
         let onProgress: RestoreProgressHandler
         let total: Int
@@ -315,8 +311,6 @@ public final class RestoreEngine: Sendable {
         var staged = 0
         var groupsDone = 0
         var last: RestoreProgress?
-        /// Files this run downloaded and checked, or found staged and checked again.
-        var verified = Set<Int>()
 
         init(files: [RecordedFile], groups: [Group], onProgress: @escaping RestoreProgressHandler) {
             self.onProgress = onProgress
