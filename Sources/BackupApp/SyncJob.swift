@@ -51,8 +51,6 @@ public struct SyncSummary: Sendable {
     /// The exit status this outcome stands for.
     public var status: ExitStatus {
         switch result {
-        // A file whose name the remote cannot carry is never backed up there: not a success.
-        case .ran(.completed(let report)) where report.sourceFailures.contains(where: \.nameNotCarried): .failure
         case .ran(.completed), .previewed(.wouldRun): .success
         case .ran(.unavailable), .previewed(.unavailable): .unavailable
         case .ran(.failed), .previewed(.failed): .failure

@@ -368,7 +368,7 @@ enum Manual {
             ("Cm s3://bucket[/prefix]", "A bucket, or a prefix in it, on AWS S3 or S3-compatible storage (Backblaze B2, Wasabi, MinIO, Ceph, Garage)."),
         ])
         page.text("A password in a URL is refused: it would end up in the shell history and the process list.")
-        page.text("A folder remote keeps any file name. WebDAV and S3 do not back up a file whose name is not valid UTF-8 or holds a control character: servers re-encode such names (`rclone serve` lists them under another name once its cache expires), and a later sync would delete the file it uploaded. Each such file is named, the rest is backed up, and the run ends with exit status 1; rename the file, or back it up to a folder remote.")
+        page.text("Every file name is kept byte for byte, on every remote. A folder remote holds the names as they are. On WebDAV and S3 a name is sent as it is, except what servers rewrite: each byte that is not part of valid UTF-8, and each control character, is sent as the private-use character U+EF00 plus its value (0xFF as U+EFFF, a tab as U+EF09); a name's own U+EF00 to U+EFFF characters are preceded by U+EF00, and \u{201B} is doubled. A file the server lists under a spelling backup never sends (a lone \u{201B}, a raw control character, such an escape standing for no byte) was not written by backup: a sync leaves it alone, and a restore refuses it (exit status 5).")
 
         page.macro("Ss Patterns")
         page.paragraphs("""

@@ -44,7 +44,7 @@ public enum FileName {
 
     /// The length of the valid UTF-8 sequence starting at `index`, or 0 when it is invalid
     /// (overlong forms, surrogates and values past U+10FFFF are invalid, as in String).
-    private static func validSequenceLength(_ bytes: [UInt8], at index: Int) -> Int {
+    public static func validSequenceLength(_ bytes: [UInt8], at index: Int) -> Int {
         let first = bytes[index]
         func continuation(_ offset: Int, _ range: ClosedRange<UInt8> = 0x80...0xBF) -> Bool {
             index + offset < bytes.count && range.contains(bytes[index + offset])

@@ -10,14 +10,9 @@ public struct LocalFileError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The local file's path.
     public let path: String
     public let message: String
-    /// The file is fine, but its name is one the remote cannot carry: it was not uploaded,
-    /// and the run ends with a failure status (it would not be retried to any effect).
-    public var nameNotCarried = false
-
-    public init(path: String, message: String, nameNotCarried: Bool = false) {
+    public init(path: String, message: String) {
         self.path = path
         self.message = message
-        self.nameNotCarried = nameNotCarried
     }
 
     public var description: String { message }

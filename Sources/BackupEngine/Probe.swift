@@ -78,8 +78,12 @@ public struct Probe: Sendable {
         } catch {
             return .failed(Probe.cloudError(error))
         }
-        if listing.isEmpty { return .none }
-        guard let marker = listing.first(where: { $0.path == markerPath }) else { return .notReady }
+        // Files listed under a spelling no request can name are not a backup's: a remote holding
+        // only those holds none, and one of them is never taken for the marker. They stay in
+        // the files found, for a restore to refuse by name.
+        let named = listing.filter { !$0.foreignSpelling }
+        if named.isEmpty { return .none }
+        guard let marker = named.first(where: { $0.path == markerPath }) else { return .notReady }
         // Compressed, a marker is never larger than its content may be: one that is cannot be
         // ours, and is not read into memory at all.
         let limit = Probe.markerSizeLimit(listedFiles: listing.count)

@@ -12,11 +12,17 @@ public struct RemoteFile: Sendable, Equatable, Hashable {
     public var size: Int64
     /// A provider-specific id of this version of the file, or nil where the provider has none.
     public var remoteId: String?
+    /// The remote lists the file under a spelling this program never writes (on WebDAV and
+    /// S3: a lone `‛`, a raw control character; see WireName), so no request can name it:
+    /// `path` is then the listed spelling, for messages only. A sync leaves such a file
+    /// alone; a restore refuses it by name.
+    public var foreignSpelling: Bool
 
-    public init(path: String, size: Int64, remoteId: String? = nil) {
+    public init(path: String, size: Int64, remoteId: String? = nil, foreignSpelling: Bool = false) {
         self.path = path
         self.size = size
         self.remoteId = remoteId
+        self.foreignSpelling = foreignSpelling
     }
 }
 

@@ -411,7 +411,8 @@ public final class SyncEngine: Sendable {
         let providerKey: String?
         let writer: MarkerWriter
         do {
-            listing = try await storage.list()
+            // A file listed under a spelling no request can name is not the backup's: left alone.
+            listing = try await storage.list().filter { !$0.foreignSpelling }
             providerKey = try await storage.identityKey()
             writer = try await markerWriter(snapshot, listing: listing)
         } catch {

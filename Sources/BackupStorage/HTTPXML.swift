@@ -34,6 +34,12 @@ final class XMLElementNode {
         child(name, namespace).map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 
+    /// The text of the first child named `name`, exactly as sent: for values whose spaces
+    /// are part of them, such as S3 keys (a name may begin or end with a space).
+    func exactText(of name: String, _ namespace: String? = nil) -> String? {
+        child(name, namespace)?.text
+    }
+
     /// Parses `data`; nil when it is not well-formed XML, or declares a DTD or entities (never
     /// expanded: an entity bomb in a small body is refused before libxml2 sees it).
     static func parse(_ data: Data) -> XMLElementNode? {

@@ -142,7 +142,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
         let keyPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
         var files: [RemoteFile] = []
         var seen = Set<String>()
-        var repeated = 0
+        var repeated = 0, undecodable = 0
         var token: String?
         repeat {
             var query = [("list-type", "2"), ("prefix", keyPrefix)]
@@ -155,12 +155,28 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
                     + "\(location.displayURL); check that AWS_ENDPOINT_URL is an S3 endpoint")
             }
             for object in root.children("Contents") {
-                guard let key = object.text(of: "Key"), key.hasPrefix(keyPrefix) else { continue }
-                let path = String(key.dropFirst(keyPrefix.count))
-                // Folder placeholders ("a/") are not files. Any other key is listed as it is, even
-                // one no local path can take ("../x", "‛2E‛2E/x"): restore refuses it by name
-                // (exit status 5) rather than never hearing of it.
-                guard !path.isEmpty, !path.hasSuffix("/") else { continue }
+                guard let key = object.exactText(of: "Key"), key.hasPrefix(keyPrefix) else { continue }
+                let wirePath = key.dropFirst(keyPrefix.count)
+                // Folder placeholders ("a/") are not files. Any other key is listed under the
+                // names it spells, even one no local path can take ("../x"): restore refuses it
+                // by name (exit status 5) rather than never hearing of it. A key spelling a name
+                // `WireName` does not make could not be named again by any request: left out.
+                guard !wirePath.isEmpty, !wirePath.hasSuffix("/") else { continue }
+                let wireNames = wirePath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+                let names = wireNames.map(WireName.decode)
+                if names.contains(nil) {
+                    undecodable += 1
+                    if undecodable <= 50 {
+                        listingNotes.withLock { $0.append("\(wirePath): it is spelt as this program never spells a name (a lone "
+                            + "\u{201B}, a control character, or a private-use escape that stands for no byte of a name): no "
+                            + "request can name it, so it is left alone") }
+                    }
+                    let listed = zip(wireNames, names).map { $1 ?? $0 }.joined(separator: "/")
+                    files.append(RemoteFile(path: listed, size: object.text(of: "Size").flatMap { Int64($0) } ?? 0,
+                                            foreignSpelling: true))
+                    continue
+                }
+                let path = names.compactMap { $0 }.joined(separator: "/")
                 let size = object.text(of: "Size").flatMap { Int64($0) } ?? 0
                 // A key on two pages (a server's paging slipped): the first is kept.
                 guard seen.insert(path).inserted else {
@@ -173,6 +189,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             token = root.text(of: "IsTruncated") == "true" ? root.text(of: "NextContinuationToken") : nil
         } while token != nil
         if repeated > 50 { listingNotes.withLock { $0.append("… and \(repeated - 50) more keys listed again") } }
+        if undecodable > 50 { listingNotes.withLock { $0.append("… and \(undecodable - 50) more keys spelt as this program never spells a name") } }
         return files
     }
 
@@ -195,7 +212,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             }
             let now = response.header("date").flatMap(HTTPClient.httpDate) ?? Date()
             for upload in root.children("Upload") {
-                guard let key = upload.text(of: "Key"), key.hasPrefix(keyPrefix), let id = upload.text(of: "UploadId"),
+                guard let key = upload.exactText(of: "Key"), key.hasPrefix(keyPrefix), let id = upload.text(of: "UploadId"),
                       let initiated = upload.text(of: "Initiated").flatMap(Self.isoDate),
                       now.timeIntervalSince(initiated) + 1 >= staleUploadAge  // the Date header has whole seconds
                 else { continue }
@@ -236,7 +253,6 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// Uploads the local file, in parts above the multipart threshold; a file that cannot be
     /// read throws `LocalFileError`.
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
-        try checkCarriable(path, localPath: localPath, server: location.displayURL)
         let key = try objectPath(path)
         let (fd, size) = try openLocalSource(localPath)
         defer { close(fd) }
@@ -428,7 +444,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             throw CloudError(.transport, "the remote path \(String(reflecting: path)) is not valid: \(error.reason); "
                 + "remote paths are relative to the remote prefix and \"/\"-separated")
         }
-        let key = (location.prefix + parts).joined(separator: "/")
+        let key = (location.prefix + parts.map(WireName.encode)).joined(separator: "/")
         return (pathStyle ? "/" + location.bucket : "") + "/" + SigV4Signer.uriEncode(key, keepSlash: true)
     }
 

@@ -3,7 +3,7 @@
 // collection, getcontentlength, getetag, oc:fileid, current-user-principal, RFC 4331 quota).
 // Memory is the entries themselves plus one href's text; a listing of any size never sits
 // in memory as a body or a tree. Hrefs naming another server or a path outside the remote
-// folder are left out with a note.
+// folder, or spelling a name `WireName` does not make, are left out with a note.
 
 import BackupEngine
 import Foundation
@@ -20,6 +20,8 @@ struct WebDAVEntry: Sendable {
     var quotaUsed: Int64?
     /// DAV:getlastmodified as the server sent it (an HTTP date), where asked for.
     var lastModified: String?
+    /// A component of the href is not a spelling `WireName` makes: `path` holds it as listed.
+    var foreignSpelling = false
 }
 
 /// Gathers the entries of a 207 body as libcurl delivers it.
@@ -205,7 +207,20 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
                 guard components.starts(with: base) else {
                     return note("\(href): it is outside the remote folder /\(base.joined(separator: "/"))")
                 }
-                response.path = Array(components.dropFirst(base.count))
+                var path: [String] = []
+                for wire in components.dropFirst(base.count) {
+                    if let name = WireName.decode(wire) {
+                        path.append(name)
+                    } else {
+                        path.append(wire)
+                        response.foreignSpelling = true
+                    }
+                }
+                response.path = path
+                if response.foreignSpelling {
+                    note("\(href): it is spelt as this program never spells a name (a lone \u{201B}, a control character, "
+                        + "or a private-use escape that stands for no byte of a name): no request can name it, so it is left alone")
+                }
                 // A trailing "/" marks a collection even where resourcetype was not returned.
                 if href.hasSuffix("/") { response.isCollection = true }
                 entries.append(response)

@@ -142,7 +142,6 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// Uploads the local file at `localPath`, streaming it; a file that cannot be read throws
     /// `LocalFileError`.
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
-        try checkCarriable(path, localPath: localPath, server: endpoint.displayURL)
         let (fd, size) = try openLocalSource(localPath)
         defer { close(fd) }
         return try await place(path, body: .file(fd: fd, path: localPath, offset: 0, length: size))
@@ -238,12 +237,13 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         return parts
     }
 
+    /// The URL of the file at `parts` (names in FileName's codec, spelt on the wire by `WireName`).
     private func fileURL(_ parts: [String]) -> String {
-        endpoint.server + endpoint.encodedPath(endpoint.folder + parts)
+        endpoint.server + endpoint.encodedPath(endpoint.folder + parts.map(WireName.encode))
     }
 
     private func folderURL(_ parts: [String]) -> String {
-        endpoint.server + endpoint.encodedPath(endpoint.folder + parts) + "/"
+        endpoint.server + endpoint.encodedPath(endpoint.folder + parts.map(WireName.encode)) + "/"
     }
 
     /// An href as an absolute URL on this server, for the identity.
@@ -450,6 +450,10 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
                 continue
             }
             guard let name = entry.path.last else { continue }
+            if entry.foreignSpelling {
+                result.append(RemoteFile(path: path, size: entry.size, remoteId: entry.remoteId, foreignSpelling: true))
+                continue
+            }
             if name.hasPrefix(Self.temporaryFilePrefix) {
                 temporaries.append((entry.path, entry.lastModified))
                 continue
@@ -488,7 +492,8 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             for level in results {
                 for entry in level {
                     entries.append(entry)
-                    if entry.isCollection { pending.append(entry.path) }
+                    // A folder spelt as no request can name it cannot be listed either.
+                    if entry.isCollection && !entry.foreignSpelling { pending.append(entry.path) }
                 }
             }
         }
@@ -713,27 +718,6 @@ func openLocalSource(_ localPath: String) throws -> (fd: Int32, size: Int64) {
         throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath): it is not a regular file")
     }
     return (fd, Int64(status.st_size))
-}
-
-/// Refuses a path a WebDAV or S3 remote cannot be trusted to carry: a name that is not valid
-/// UTF-8 (the codec's `‛XX` escapes) or holds a control character. Servers re-encode such
-/// names in their own ways — `rclone serve` stores `‛FF` as `‛‛FF` and lists a control
-/// character as its U+24xx picture once its cache has expired — so the listing would name a
-/// different file, and the next sync would delete the one it uploaded. Such a file is not
-/// uploaded and is reported; a literal `‛` (doubled by the codec) is carried.
-func checkCarriable(_ path: String, localPath: String, server: String) throws {
-    for part in path.split(separator: "/") {
-        let bytes = FileName.bytes(of: String(part))
-        let valid = String(validating: bytes, as: UTF8.self) != nil
-        let control = bytes.contains { $0 < 0x20 || $0 == 0x7F }
-        if valid && !control { continue }
-        throw LocalFileError(
-            path: localPath,
-            message: "\(path) was not backed up: its name is not valid UTF-8 or holds a control character, which "
-                + "\(server) cannot be trusted to keep as it is (it would list another name, and a later sync would "
-                + "delete the file); rename it, or back it up to a folder remote, which keeps any name",
-            nameNotCarried: true)
-    }
 }
 
 /// How a download's local copy is named in messages: providers see only its descriptor.

@@ -56,6 +56,12 @@ public enum RestorePlanner {
         // A listing that names a path twice (a damaged or hostile server) keeps its first entry.
         var seen = Set<String>()
         for file in files where file.path != markerPath {
+            if file.foreignSpelling {
+                refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it under a spelling this program "
+                    + "never writes (a lone \u{201B}, a control character, or a private-use escape that stands for no byte "
+                    + "of a name), so it is not part of a backup and no request could read it"))
+                continue
+            }
             guard seen.insert(file.path).inserted else { continue }
             let group = marker.group(for: file.path)
             let name = group?.name ?? otherFilesGroup

@@ -2,6 +2,7 @@
 // on loopback): init, first sync, a change, restore to a new folder; credentials come from
 // the environment, and a missing one makes the remote unavailable without touching it.
 
+import BackupEngine
 import BackupTestSupport
 import Foundation
 import XCTest
@@ -11,14 +12,32 @@ final class RemoteEndToEndTests: XCTestCase {
         try f.write("docs/report.txt", "quarterly")
         try f.write("photos/日本 beach.jpg", String(repeating: "jpeg", count: 5000))
         try f.write("notes.md", "# notes")
+        // Names servers rewrite unless they are spelt for the wire: not UTF-8, controls, `‛`.
+        let awkward: [[UInt8]] = [
+            Array("caf".utf8) + [0xE9] + Array(".txt".utf8), Array("tab\tand esc\u{1B}".utf8),
+            Array("lone \u{201B}FF".utf8), Array("pua \u{EF41}".utf8), [0xFF, 0xFE] + Array("/inside".utf8),
+        ]
+        for (index, raw) in awkward.enumerated() {
+            let path = f.source + "/" + FileName.string(fromBytes: raw)
+            if let slash = raw.firstIndex(of: UInt8(ascii: "/")) {
+                _ = FileName.withCString(f.source + "/" + FileName.string(fromBytes: raw[..<slash])) { mkdir($0, 0o755) }
+            }
+            let fd = FileName.withCString(path) { open($0, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
+            XCTAssertGreaterThanOrEqual(fd, 0, path)
+            XCTAssertEqual(write(fd, "awkward \(index)", 9), 9)
+            close(fd)
+        }
         XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", remote, "--group", "docs=docs/,required").status, 0)
 
         let first = try f.run("sync", "--yes", "--json")
         XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
-        XCTAssertEqual(first.result?["uploaded"] as? Int, 3)
+        XCTAssertEqual(first.result?["uploaded"] as? Int, 3 + awkward.count)
         try f.write("notes.md", "# notes, changed")
+        // Once the server's directory cache has expired it lists the names from its disk.
+        Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 5)
         let second = try f.run("sync", "--json")
         XCTAssertEqual(second.result?["uploaded"] as? Int, 1, second.stdout + second.stderr)
+        XCTAssertEqual(second.result?["deleted"] as? Int, 0, second.stdout + second.stderr)
 
         let target = f.dir.path("restored")
         let restore = try f.run("restore", "--to", target, "--json")

@@ -23,18 +23,6 @@ final class SyncKillTests: XCTestCase {
         try killRounds(.s3, seed: 0x5EED_0003, maxDelay: 500)
     }
 
-    /// SplitMix64: small, seeded, the same sequence on every machine.
-    private struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The files of a remote folder on disk, without the tool's own files and temporaries.
     private func held(_ f: CLIFixture, _ root: String) throws -> [String: Data] {
         try f.tree(root).filter { path, _ in
@@ -45,7 +33,7 @@ final class SyncKillTests: XCTestCase {
     private func killRounds(_ provider: Provider, seed defaultSeed: UInt64, maxDelay: UInt64, rounds: Int = 20) throws {
         let seed = ProcessInfo.processInfo.environment["BACKUP_KILL_SEED"].flatMap { UInt64($0) } ?? defaultSeed
         print("SyncKillTests \(provider.rawValue): seed \(seed) (replay with BACKUP_KILL_SEED=\(seed))")
-        var random = Seeded(state: seed)
+        var random = SeededGenerator(seed: seed)
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
 

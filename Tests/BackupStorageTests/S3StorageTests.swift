@@ -431,9 +431,25 @@ final class S3StorageTests: XCTestCase {
         XCTAssertEqual(second.uploaded, [], "a multipart object's id must match its listing")
     }
 
-    func testNamesHoldingTheEscapeRoundTripAndNamesNotUTF8OrWithControlsAreRefusedPerFile() async throws {
+    func testNamesNotUTF8WithControlsOrTheEscapeRoundTripByteExactThroughAColdServer() async throws {
         let remote = try makeRemote()
-        try await awkwardNamesRoundTrip(try remote.storage(prefix: ["laptop"]), scratch: remote.scratch)
+        var coldServer: RcloneServer?
+        defer { coldServer?.stop() }
+        try await awkwardNamesRoundTrip(try remote.storage(prefix: ["laptop"]), scratch: remote.scratch) {
+            let server = try RcloneServer(.s3, root: remote.served)
+            coldServer = server
+            var options = remote.options(port: server.port)
+            options.http.backoff = 0.05
+            return try S3Storage(location: S3Location(bucket: remote.bucket, prefix: ["laptop"]), accessKeyId: server.user,
+                                 secretAccessKey: server.secret, options: options)
+        }
+    }
+
+    func testAFileListedUnderASpellingNeverWrittenIsLeftAloneAndNeverTakenForALocalFile() async throws {
+        let remote = try makeRemote()
+        try await foreignSpellingsAreLeftAlone(
+            try remote.storage(), scratch: remote.scratch, writeOnDisk: remote.writeOnDisk,
+            readOnDisk: { try Data(contentsOf: URL(fileURLWithPath: remote.served + "/" + remote.bucket + "/" + $0)) })
     }
 
     // MARK: Factory

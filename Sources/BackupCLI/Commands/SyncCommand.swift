@@ -28,9 +28,7 @@ enum SyncCommand {
             result["unreadable"] = report.sourceFailures.map(\.path)
             lines = ["synced \"\(profile.name)\": \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"]
             for failure in report.deleteFailures { lines.append("not deleted (retried next run): \(failure.path): \(failure.error.message)") }
-            for failure in report.sourceFailures {
-                lines.append(failure.nameNotCarried ? "not uploaded: \(failure.message)" : "not uploaded (retried next run): \(failure.message)")
-            }
+            for failure in report.sourceFailures { lines.append("not uploaded (retried next run): \(failure.message)") }
         case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
             result["status"] = "unavailable"
             result["reason"] = Words.key(reason)
