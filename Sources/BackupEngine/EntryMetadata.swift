@@ -1,0 +1,47 @@
+// What a backup keeps of an entry of the tree besides a file's content: its type, permission
+// bits, modification time, owner, and a link's target. The scan reads it, the state records
+// it per uploaded entry, the marker carries it (format 3), and restore applies it.
+
+/// The type of an entry of the tree.
+public enum EntryKind: Sendable, Equatable, Hashable {
+    /// A regular file; its content is on the remote.
+    case file
+    /// Another name of the regular file at `to` (an earlier path in byte order: the first
+    /// name of its dev:inode in the scan). Uploaded as a file of its own; restored as a link.
+    case hardLink(to: String)
+    /// A symbolic link; `target` is its text in FileName's codec, byte-exact, never followed.
+    case symlink(target: String)
+    /// A folder; kept even when empty.
+    case folder
+
+    /// Whether the entry's content is a file on the remote.
+    public var hasContent: Bool {
+        switch self {
+        case .file, .hardLink: true
+        case .symlink, .folder: false
+        }
+    }
+}
+
+/// Permission bits, modification time and owner of an entry.
+public struct EntryMetadata: Sendable, Equatable, Hashable {
+    /// `st_mode & 0o7777`: permission bits with setuid, setgid and sticky.
+    public var mode: UInt32
+    /// The modification time in nanoseconds since 1970 (negative before).
+    public var mtimeNanoseconds: Int64
+    public var uid: UInt32
+    public var gid: UInt32
+    /// The name of `uid` on the machine that was backed up; nil where it has none.
+    public var user: String?
+    /// The name of `gid` on the machine that was backed up; nil where it has none.
+    public var group: String?
+
+    public init(mode: UInt32, mtimeNanoseconds: Int64, uid: UInt32, gid: UInt32, user: String? = nil, group: String? = nil) {
+        self.mode = mode
+        self.mtimeNanoseconds = mtimeNanoseconds
+        self.uid = uid
+        self.gid = gid
+        self.user = user
+        self.group = group
+    }
+}
