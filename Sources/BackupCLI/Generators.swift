@@ -517,7 +517,7 @@ enum Manual {
             opened. A body longer than the listed size is stopped at that size; a shorter one, or one whose \
             SHA-256 differs from the marker's, is refused and reported (`hashMismatch` or `sizeMismatch`), and \
             never placed. A listing that names a file twice keeps its first entry. A marker larger than a \
-            backup of the listed size can need (1 MiB and 1 KiB per file) is refused before it is read \
+            backup of the listed size can need (8 MiB and 1 KiB per file) is refused before it is read \
             further. Before downloading, a restore that needs more space than the target has free is refused. \
             Each of these checks ends the run with exit status 5 once everything else is restored.
 

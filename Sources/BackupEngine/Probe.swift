@@ -108,9 +108,11 @@ public struct Probe: Sendable {
     }
 
     /// The most a marker of a backup with `listedFiles` files may hold, compressed or not:
-    /// 1 MiB for the groups and 1 KiB per file (a hash line is 68 bytes plus its path).
+    /// 8 MiB for the groups and the entries that are no listed file (folders and symlinks are
+    /// in the marker only), and 1 KiB per file (a file's line is at most about 110 bytes plus
+    /// its path).
     public static func markerSizeLimit(listedFiles: Int) -> Int {
-        (1 << 20) + 1024 * max(0, listedFiles)
+        (8 << 20) + 1024 * max(0, listedFiles)
     }
 
     static func cloudError(_ error: any Error) -> CloudError {
