@@ -1,19 +1,34 @@
 // The marker codec: the one compressed file at the remote root that every sync run which
 // changed something writes last and restore reads. It holds a format version, the profile's
-// groups and each hash-compared file's SHA-256, and nothing volatile: its bytes are a pure
-// function of its content, so comparing two markers' SHA-256 tells whether the backup changed.
+// groups, each hash-compared file's SHA-256 and (format 3) every entry of the tree with its
+// metadata, and nothing volatile: its bytes are a pure function of its content, so comparing
+// two markers' SHA-256 tells whether the backup changed.
 //
 // Layout: "BKMARK", one format byte, then a zlib stream of UTF-8 lines, each ending in "\n":
-//   W <writer id>                        format 2 only, the first line: who wrote the marker
+//   W <writer id>                        formats 2 and 3, the first line: who wrote the marker
 //   G <order> <0|1 required> <name>      a group, in the profile's order
 //   P <pattern>                          a pattern of the group above
-//   H <64 lowercase hex> <path>          a file's SHA-256, sorted by the path's UTF-8 bytes
+//   H <64 lowercase hex> <path>          formats 1 and 2: a file's SHA-256
+// Format 3 has no H lines; after the groups come the entries, one line each (two for links):
+//   F <size> <hash or -> <meta> <path>   a regular file, "-" when it is size-compared
+//   K <size> <hash or -> <meta> <path>   a hard link, followed by
+//   T <earlier path>                       the F entry it is another name of
+//   L <meta> <path>                      a symbolic link, followed by
+//   T <target>                             its text, byte-exact: data, never a path
+//   D <meta> <path>                      a folder
+// where <meta> is "<mode in octal> <mtime ns> <uid> <gid> <user> <group>": decimal numbers
+// without leading zeros (the mtime negative before 1970); a user or group name is "-" when
+// there is none, otherwise escaped with "\\" for a backslash, "\s" for a space, "\n" for a line
+// feed, and "\-" for a name that is exactly "-". H lines and entries are sorted by the path's
+// UTF-8 bytes, entries in one sequence whatever their kind.
+//
 // The last field of a line is escaped: "\\" for a backslash, "\n" for a line feed; every other
 // byte (tabs, spaces, any Unicode) is written as is. A line format rather than JSON because it
 // is deterministic by construction and several times faster for 100,000+ files.
 //
-// Format 1 has no W line; format 2 is format 1 with it. A marker without a writer is still
-// written as format 1, byte for byte what earlier versions wrote; both formats are read.
+// Format 1 has no W line; format 2 is format 1 with it; format 3 has entries, with or without
+// a W line. A marker without entries is still written as format 1 (no writer) or 2, byte for
+// byte what earlier versions wrote; all three formats are read.
 
 import BackupEngine
 import Foundation
@@ -61,11 +76,28 @@ public enum MarkerError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// The marker's content: the profile's groups and the SHA-256 of every hash-compared file.
+/// One entry of the tree as a format 3 marker records it.
+public struct MarkerEntry: Sendable, Equatable {
+    /// What the entry is; a hard link names an earlier `.file` entry, a symlink carries its target.
+    public var kind: EntryKind
+    /// A file's or hard link's size in bytes; 0 for symlinks and folders (`encoded()` refuses
+    /// anything else).
+    public var size: Int64
+    public var metadata: EntryMetadata
+
+    public init(kind: EntryKind, size: Int64 = 0, metadata: EntryMetadata) {
+        self.kind = kind
+        self.size = size
+        self.metadata = metadata
+    }
+}
+
+/// The marker's content: the profile's groups, the SHA-256 of every hash-compared file and
+/// (format 3) every entry of the tree.
 public struct Marker: Sendable, Equatable {
-    /// The newest format this version writes and reads (2: with a writer id; a marker
-    /// without one is written as format 1).
-    public static let formatVersion = 2
+    /// The newest format this version writes and reads (3: with entries; a marker without
+    /// them is written as format 2 with a writer id and as format 1 without).
+    public static let formatVersion = 3
     /// The first bytes of every marker, before the format byte.
     public static let magic: [UInt8] = Array("BKMARK".utf8)
     /// The default bound on a marker's decompressed content: 1 GiB.
@@ -80,22 +112,37 @@ public struct Marker: Sendable, Equatable {
         didSet { classifier = GroupClassifier(groups) }
     }
     /// Relative path → SHA-256 as 64 lowercase hex characters.
+    ///
+    /// When `entries` is not empty, each path here must be an entry of kind `.file` or
+    /// `.hardLink`; a file entry without a hash is size-compared.
     public var hashes: [String: String]
+    /// Relative path (in FileName's codec) → the entry there (format 3); empty for a marker
+    /// of format 1 or 2.
+    public var entries: [String: MarkerEntry]
     /// The writer id of the profile that wrote it (format 2); nil for a marker written before
     /// markers carried one.
     public var writer: String?
     // Compiled once per change of `groups`, not per `group(for:)` call.
     private var classifier: GroupClassifier
 
-    public init(groups: [MarkerGroup] = [], hashes: [String: String] = [:], writer: String? = nil) {
+    public init(
+        groups: [MarkerGroup] = [], hashes: [String: String] = [:], entries: [String: MarkerEntry] = [:],
+        writer: String? = nil
+    ) {
         self.groups = groups
         self.hashes = hashes
+        self.entries = entries
         self.writer = writer
         self.classifier = GroupClassifier(groups)
     }
 
     public static func == (lhs: Marker, rhs: Marker) -> Bool {
-        lhs.groups == rhs.groups && lhs.hashes == rhs.hashes && lhs.writer == rhs.writer
+        lhs.groups == rhs.groups && lhs.hashes == rhs.hashes && lhs.entries == rhs.entries && lhs.writer == rhs.writer
+    }
+
+    /// The format `encoded()` writes: 3 with entries, else 2 with a writer, else 1.
+    private var format: UInt8 {
+        entries.isEmpty ? (writer == nil ? 1 : 2) : 3
     }
 
     /// The group `path` belongs to: the first group by `order` (ties: array order) whose
@@ -111,8 +158,8 @@ public struct Marker: Sendable, Equatable {
         }
     }
 
-    /// The marker's bytes: magic, format byte, compressed content. The same groups and hashes
-    /// always give the same bytes (for one zlib build).
+    /// The marker's bytes: magic, format byte, compressed content. The same groups, hashes and
+    /// entries always give the same bytes (for one zlib build).
     ///
     /// Throws `.invalidContent` for anything `decode` would reject, so every written marker reads back.
     public func encoded() throws(MarkerError) -> Data {
@@ -125,7 +172,7 @@ public struct Marker: Sendable, Equatable {
         }
         var data = Data(capacity: Self.magic.count + 1 + compressed.count)
         data.append(contentsOf: Self.magic)
-        data.append(writer == nil ? 1 : 2)
+        data.append(format)
         data.append(compressed)
         return data
     }
@@ -144,9 +191,9 @@ public struct Marker: Sendable, Equatable {
     }
 
     /// The most content a marker of a backup with `listedFiles` files may hold once
-    /// decompressed: 1 MiB for the groups and 1 KiB per file (a hash line is 68 bytes plus
-    /// its path). A marker past it is damaged or hostile, and refused before it is inflated
-    /// further.
+    /// decompressed: 8 MiB for the groups and the entries that are no listed file (folders,
+    /// symlinks) and 1 KiB per file (a file's line is at most about 110 bytes plus its path).
+    /// A marker past it is damaged or hostile, and refused before it is inflated further.
     public static func contentLimit(listedFiles: Int) -> Int {
         Probe.markerSizeLimit(listedFiles: listedFiles)
     }
@@ -196,6 +243,16 @@ public struct Marker: Sendable, Equatable {
                 out.append(newline)
             }
         }
+        if entries.isEmpty {
+            try appendHashLines(to: &out)
+        } else {
+            try appendEntryLines(to: &out)
+        }
+        return out
+    }
+
+    /// The H lines of formats 1 and 2.
+    private func appendHashLines(to out: inout [UInt8]) throws(MarkerError) {
         // Sorted by UTF-8 bytes, not String's `<`, whose order follows Unicode normalization
         // (and so the stdlib's Unicode version). All paths go into one buffer and the sort moves
         // plain offsets: no allocation per path and no reference counting while sorting.
@@ -231,7 +288,114 @@ public struct Marker: Sendable, Equatable {
             Self.appendEscaped(pathBytes, to: &out)
             out.append(newline)
         }
-        return out
+    }
+
+    /// The F, K, L, D and T lines of format 3.
+    private func appendEntryLines(to out: inout [UInt8]) throws(MarkerError) {
+        for path in hashes.keys {
+            guard let entry = entries[path], entry.kind.hasContent else {
+                throw .invalidContent("path \(quoted(path)) has a hash but no file or hard link entry")
+            }
+        }
+        // One sequence for every kind, sorted as the H lines are (see there).
+        var blob: [UInt8] = []
+        blob.reserveCapacity(entries.count * 64)
+        var spans: [PathSpan] = []
+        spans.reserveCapacity(entries.count)
+        var values: [Dictionary<String, MarkerEntry>.Index] = []
+        values.reserveCapacity(entries.count)
+        var index = entries.startIndex
+        while index != entries.endIndex {
+            let start = blob.count
+            blob.append(contentsOf: entries[index].key.utf8)
+            spans.append(PathSpan(start: start, count: blob.count - start, value: values.count))
+            values.append(index)
+            entries.formIndex(after: &index)
+        }
+        blob.withUnsafeBufferPointer { paths in
+            spans.sort { PathSpan.precedes($0, $1, in: paths) }
+        }
+        out.reserveCapacity(out.count + blob.count + entries.count * 64 + hashes.count * 66)
+        for span in spans {
+            let pathBytes = blob[span.start..<span.start + span.count]
+            let (path, entry) = entries[values[span.value]]
+            func refuse(_ detail: String) -> MarkerError { .invalidContent("path \(quoted(path)): \(detail)") }
+            if let problem = pathBytes.withUnsafeBufferPointer(pathProblem) { throw refuse(problem) }
+            let meta = entry.metadata
+            guard meta.mode <= 0o7777 else { throw refuse("mode \(String(meta.mode, radix: 8)) is more than 7777") }
+            switch entry.kind {
+            case .file, .hardLink:
+                guard entry.size >= 0 else { throw refuse("negative size \(entry.size)") }
+                out.append(entry.kind == .file ? UInt8(ascii: "F") : UInt8(ascii: "K"))
+                out.append(space)
+                appendDecimal(entry.size, to: &out)
+                out.append(space)
+                if let hash = hashes[path] {
+                    let hashBytes = Array(hash.utf8)
+                    guard hashBytes.count == 64, hashBytes.allSatisfy(isLowercaseHex) else {
+                        throw refuse("the hash is not 64 lowercase hex characters")
+                    }
+                    out.append(contentsOf: hashBytes)
+                } else {
+                    out.append(dash)
+                }
+            case .symlink, .folder:
+                guard entry.size == 0 else { throw refuse("a symlink or folder with size \(entry.size), not 0") }
+                out.append(entry.kind == .folder ? UInt8(ascii: "D") : UInt8(ascii: "L"))
+            }
+            out.append(space)
+            Self.appendMetadata(meta, to: &out)
+            Self.appendEscaped(pathBytes, to: &out)
+            out.append(newline)
+            let linkTarget: String
+            switch entry.kind {
+            case .hardLink(let target):
+                // Byte-equal, not only an equal String: restore links the very path it placed.
+                guard let found = entries.index(forKey: target), entries[found].value.kind == .file,
+                      entries[found].key.utf8.elementsEqual(target.utf8),
+                      target.utf8.lexicographicallyPrecedes(path.utf8)
+                else { throw refuse("the hard link's target \(quoted(target)) is not an earlier file entry") }
+                linkTarget = target
+            case .symlink(let target):
+                linkTarget = target
+            case .file, .folder:
+                continue
+            }
+            out.append(UInt8(ascii: "T"))
+            out.append(space)
+            Self.appendEscaped(linkTarget, to: &out)
+            out.append(newline)
+        }
+    }
+
+    /// "<mode> <mtime> <uid> <gid> <user> <group> ", the trailing space included.
+    private static func appendMetadata(_ meta: EntryMetadata, to out: inout [UInt8]) {
+        appendOctal(meta.mode, to: &out)
+        out.append(space)
+        appendDecimal(meta.mtimeNanoseconds, to: &out)
+        out.append(space)
+        appendDecimal(Int64(meta.uid), to: &out)
+        out.append(space)
+        appendDecimal(Int64(meta.gid), to: &out)
+        out.append(space)
+        appendName(meta.user, to: &out)
+        out.append(space)
+        appendName(meta.group, to: &out)
+        out.append(space)
+    }
+
+    /// A user or group name as a middle field: "-" for none, "\\-" for "-", else escaped.
+    private static func appendName(_ name: String?, to out: inout [UInt8]) {
+        guard let name else { return out.append(dash) }
+        if name == "-" { return out.append(contentsOf: [backslash, dash]) }
+        for byte in name.utf8 {
+            switch byte {
+            case backslash: out.append(contentsOf: [backslash, backslash])
+            case space: out.append(contentsOf: [backslash, UInt8(ascii: "s")])
+            case newline: out.append(contentsOf: [backslash, UInt8(ascii: "n")])
+            default: out.append(byte)
+            }
+        }
     }
 
     private static func appendEscaped(_ text: String, to out: inout [UInt8]) {
@@ -256,7 +420,7 @@ public struct Marker: Sendable, Equatable {
 
     private static func parse(_ content: UnsafeBufferPointer<UInt8>, version: Int) throws(MarkerError) -> Marker {
         guard let base = content.baseAddress, !content.isEmpty else {
-            if version >= 2 { throw .damaged("a format 2 marker without its writer record") }
+            if let problem = missingRecordProblem(version: version, writer: nil, entries: 0) { throw .damaged(problem) }
             return Marker()
         }
         guard content[content.count - 1] == newline else {
@@ -264,11 +428,22 @@ public struct Marker: Sendable, Equatable {
         }
         var groups: [MarkerGroup] = []
         var hashes: [String: String] = [:]
+        var entries: [String: MarkerEntry] = [:]
         var writer: String?
-        // A hash line takes at least 68 bytes, so this never reserves more than the content
-        // can hold, however many short lines a hostile marker packs in.
-        hashes.reserveCapacity(content.count / 68)
-        var inHashes = false
+        // Never more than the content can hold, however many short lines a hostile marker packs
+        // in: a hash line takes at least 68 bytes. An entry's line takes as few as 16, so format
+        // 3 reserves for a typical one (160 bytes with a hash) and grows past that as needed.
+        if version >= 3 {
+            hashes.reserveCapacity(content.count / 160)
+            entries.reserveCapacity(content.count / 160)
+        } else {
+            hashes.reserveCapacity(content.count / 68)
+        }
+        var inBody = false
+        // The path of the last entry, which the next one's must follow in byte order.
+        var previousPath: [UInt8] = []
+        // A K or L line, waiting for its T line.
+        var pending: PendingLink?
         var lineNumber = 0
         var start = 0
         while start < content.count {
@@ -280,10 +455,75 @@ public struct Marker: Sendable, Equatable {
             start = end + 1
             func fail(_ detail: String) -> MarkerError { .damaged("line \(lineNumber): \(detail)") }
 
+            if let link = pending {
+                pending = nil
+                guard line.count >= 2, line[0] == UInt8(ascii: "T"), line[1] == space else { throw link.withoutTarget }
+                let target = try text(unescaped(UnsafeBufferPointer(rebasing: line[2...]), fail), fail)
+                let kind: EntryKind
+                if link.isHardLink {
+                    guard let found = entries.index(forKey: target), entries[found].value.kind == .file,
+                          entries[found].key.utf8.elementsEqual(target.utf8)
+                    else { throw fail("the hard link's target \(quoted(target)) is not an earlier file entry") }
+                    kind = .hardLink(to: target)
+                } else {
+                    kind = .symlink(target: target)
+                }
+                let entry = MarkerEntry(kind: kind, size: link.size, metadata: link.metadata)
+                if entries.updateValue(entry, forKey: link.path) != nil {
+                    throw .damaged("line \(link.line): path \(quoted(link.path)) is listed twice")
+                }
+                continue
+            }
             guard line.count >= 2, line[1] == space else { throw fail("unreadable record") }
             switch line[0] {
-            case UInt8(ascii: "H"):
-                inHashes = true
+            // (A `where` would bind to the last pattern only.)
+            case let letter where version >= 3 && isEntryLetter(letter):
+                inBody = true
+                var fields = FieldReader(line: line)
+                var size: Int64 = 0
+                var hash: UnsafeBufferPointer<UInt8>?
+                if letter == UInt8(ascii: "F") || letter == UInt8(ascii: "K") {
+                    guard let sizeField = fields.next(), let value = parseDecimal(sizeField) else {
+                        throw fail("unreadable size")
+                    }
+                    guard value >= 0 else { throw fail("negative size \(value)") }
+                    size = value
+                    guard let hashField = fields.next() else { throw fail("unreadable hash") }
+                    if !(hashField.count == 1 && hashField[0] == dash) {
+                        guard hashField.count == 64, hashField.allSatisfy(isLowercaseHex) else {
+                            throw fail("hash is not 64 lowercase hex characters")
+                        }
+                        hash = hashField
+                    }
+                }
+                let metadata = try parseMetadata(&fields, fail)
+                let pathBytes = try unescaped(fields.rest, fail)
+                if let problem = pathBytes.withUnsafeBufferPointer(pathProblem) {
+                    throw fail("path \(quoted(String(decoding: pathBytes, as: UTF8.self))): \(problem)")
+                }
+                guard let path = String(validating: pathBytes, as: UTF8.self) else {
+                    throw fail("path is not valid UTF-8")
+                }
+                if let problem = orderProblem(after: previousPath, pathBytes) {
+                    throw fail("path \(quoted(path)) \(problem)")
+                }
+                previousPath = pathBytes
+                // A duplicate (two spellings of one String) is refused with its entry below.
+                if let hash { hashes[path] = String(decoding: hash, as: UTF8.self) }
+                switch letter {
+                case UInt8(ascii: "F"), UInt8(ascii: "D"):
+                    let kind: EntryKind = letter == UInt8(ascii: "F") ? .file : .folder
+                    if entries.updateValue(MarkerEntry(kind: kind, size: size, metadata: metadata), forKey: path) != nil {
+                        throw fail("path \(quoted(path)) is listed twice")
+                    }
+                default:
+                    pending = PendingLink(
+                        line: lineNumber, path: path, isHardLink: letter == UInt8(ascii: "K"), size: size, metadata: metadata)
+                }
+            case UInt8(ascii: "T") where version >= 3:
+                throw fail("a T record not directly after a K or L record")
+            case UInt8(ascii: "H") where version <= 2:
+                inBody = true
                 guard line.count >= 67, line[66] == space else { throw fail("unreadable hash record") }
                 let hex = UnsafeBufferPointer(rebasing: line[2..<66])
                 guard hex.allSatisfy(isLowercaseHex) else {
@@ -305,19 +545,85 @@ public struct Marker: Sendable, Equatable {
                 if let problem = writerProblem(name) { throw fail(problem) }
                 writer = name
             case UInt8(ascii: "G"):
-                guard !inHashes else { throw fail("group after the hashes") }
+                guard !inBody else { throw fail(version >= 3 ? "group after the entries" : "group after the hashes") }
                 groups.append(try parseGroup(UnsafeBufferPointer(rebasing: line[2...]), fail))
             case UInt8(ascii: "P"):
-                guard !inHashes, !groups.isEmpty else { throw fail("pattern outside a group") }
+                guard !inBody, !groups.isEmpty else { throw fail("pattern outside a group") }
                 let pattern = try text(unescaped(UnsafeBufferPointer(rebasing: line[2...]), fail), fail)
                 groups[groups.count - 1].patterns.append(pattern)
             default:
                 throw fail("unknown record")
             }
         }
+        if let link = pending { throw link.withoutTarget }
         if let problem = groupsProblem(groups) { throw .damaged(problem) }
-        if version >= 2, writer == nil { throw .damaged("a format 2 marker without its writer record") }
-        return Marker(groups: groups, hashes: hashes, writer: writer)
+        if let problem = missingRecordProblem(version: version, writer: writer, entries: entries.count) {
+            throw .damaged(problem)
+        }
+        return Marker(groups: groups, hashes: hashes, entries: entries, writer: writer)
+    }
+
+    /// Why a marker of `version` cannot lack what it lacks, or nil when it can: format 2 is
+    /// there for its writer, format 3 for its entries.
+    private static func missingRecordProblem(version: Int, writer: String?, entries: Int) -> String? {
+        if version == 2, writer == nil { return "a format 2 marker without its writer record" }
+        if version >= 3, entries == 0 { return "a format 3 marker without entries" }
+        return nil
+    }
+
+    /// "<mode> <mtime> <uid> <gid> <user> <group> " of an entry's line.
+    private static func parseMetadata(
+        _ fields: inout FieldReader, _ fail: (String) -> MarkerError
+    ) throws(MarkerError) -> EntryMetadata {
+        guard let modeField = fields.next(), let mode = parseOctal(modeField) else { throw fail("unreadable mode") }
+        guard mode <= 0o7777 else { throw fail("mode \(String(mode, radix: 8)) is more than 7777") }
+        guard let mtimeField = fields.next(), let mtime = parseDecimal(mtimeField) else {
+            throw fail("unreadable modification time")
+        }
+        guard let uidField = fields.next(), let uid = parseDecimal(uidField).flatMap(UInt32.init(exactly:)) else {
+            throw fail("unreadable uid")
+        }
+        guard let gidField = fields.next(), let gid = parseDecimal(gidField).flatMap(UInt32.init(exactly:)) else {
+            throw fail("unreadable gid")
+        }
+        guard let userField = fields.next() else { throw fail("unreadable user name") }
+        let user = try parseName(userField, fail)
+        guard let groupField = fields.next() else { throw fail("unreadable group name") }
+        let group = try parseName(groupField, fail)
+        return EntryMetadata(mode: UInt32(mode), mtimeNanoseconds: mtime, uid: uid, gid: gid, user: user, group: group)
+    }
+
+    /// A user or group name written by `appendName`.
+    private static func parseName(
+        _ field: UnsafeBufferPointer<UInt8>, _ fail: (String) -> MarkerError
+    ) throws(MarkerError) -> String? {
+        if field.count == 1, field[0] == dash { return nil }
+        if field.count == 2, field[0] == backslash, field[1] == dash { return "-" }
+        guard field.contains(backslash) else {
+            guard let name = String(validating: field, as: UTF8.self) else { throw fail("name is not valid UTF-8") }
+            return name
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(field.count)
+        var index = 0
+        while index < field.count {
+            let byte = field[index]
+            index += 1
+            guard byte == backslash else {
+                out.append(byte)
+                continue
+            }
+            guard index < field.count else { throw fail("a name ends with a lone backslash") }
+            switch field[index] {
+            case backslash: out.append(backslash)
+            case UInt8(ascii: "s"): out.append(space)
+            case UInt8(ascii: "n"): out.append(newline)
+            default: throw fail("unknown escape in a name")
+            }
+            index += 1
+        }
+        guard let name = String(validating: out, as: UTF8.self) else { throw fail("name is not valid UTF-8") }
+        return name
     }
 
     /// "<order> <0|1> <name>"
@@ -409,6 +715,116 @@ private struct GroupClassifier: Sendable {
 private let newline = UInt8(ascii: "\n")
 private let space = UInt8(ascii: " ")
 private let backslash = UInt8(ascii: "\\")
+
+private let dash = UInt8(ascii: "-")
+
+private func isEntryLetter(_ byte: UInt8) -> Bool {
+    byte == UInt8(ascii: "F") || byte == UInt8(ascii: "K") || byte == UInt8(ascii: "L") || byte == UInt8(ascii: "D")
+}
+
+/// A K or L line of `Marker.parse` waiting for its T line.
+private struct PendingLink {
+    var line: Int
+    var path: String
+    var isHardLink: Bool
+    var size: Int64
+    var metadata: EntryMetadata
+
+    var withoutTarget: MarkerError {
+        .damaged("line \(line): a \(isHardLink ? "hard link" : "symlink") record without its T record")
+    }
+}
+
+/// The space-separated fields of a line after its letter; the last one is the rest.
+private struct FieldReader {
+    let line: UnsafeBufferPointer<UInt8>
+    private var position = 2
+
+    init(line: UnsafeBufferPointer<UInt8>) {
+        self.line = line
+    }
+
+    /// The next field, which a space ends; nil when no space follows.
+    mutating func next() -> UnsafeBufferPointer<UInt8>? {
+        var index = position
+        while index < line.count, line[index] != space { index += 1 }
+        guard index < line.count else { return nil }
+        defer { position = index + 1 }
+        return UnsafeBufferPointer(rebasing: line[position..<index])
+    }
+
+    /// What follows the fields read: the last field.
+    var rest: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: line[min(position, line.count)...])
+    }
+}
+
+/// A decimal Int64 as `appendDecimal` writes it: an optional "-", no leading zero, no "-0".
+private func parseDecimal(_ field: UnsafeBufferPointer<UInt8>) -> Int64? {
+    let negative = field.first == dash
+    let digits = UnsafeBufferPointer(rebasing: field[(negative ? 1 : 0)...])
+    guard (1...19).contains(digits.count), digits.count == 1 || digits[0] != UInt8(ascii: "0") else { return nil }
+    var value: UInt64 = 0
+    for byte in digits {
+        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+        value = value * 10 + UInt64(byte - UInt8(ascii: "0"))  // 19 digits never overflow UInt64
+    }
+    if negative {
+        guard value != 0, value <= UInt64(Int64.max) + 1 else { return nil }
+        return value == UInt64(Int64.max) + 1 ? Int64.min : -Int64(value)
+    }
+    return Int64(exactly: value)
+}
+
+/// Octal digits without a leading zero, at most 11 of them; the caller bounds the value.
+private func parseOctal(_ field: UnsafeBufferPointer<UInt8>) -> UInt64? {
+    guard (1...11).contains(field.count), field.count == 1 || field[0] != UInt8(ascii: "0") else { return nil }
+    var value: UInt64 = 0
+    for byte in field {
+        guard (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(byte) else { return nil }
+        value = value * 8 + UInt64(byte - UInt8(ascii: "0"))
+    }
+    return value
+}
+
+private func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+    if value < 0 { out.append(dash) }
+    appendDigits(value.magnitude, radix: 10, to: &out)
+}
+
+private func appendOctal(_ value: UInt32, to out: inout [UInt8]) {
+    appendDigits(UInt64(value), radix: 8, to: &out)
+}
+
+private func appendDigits(_ value: UInt64, radix: UInt64, to out: inout [UInt8]) {
+    var count = 0
+    var scratch = value
+    repeat {
+        count += 1
+        scratch /= radix
+    } while scratch > 0
+    let start = out.count
+    out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+    scratch = value
+    for index in stride(from: start + count - 1, through: start, by: -1) {
+        out[index] = UInt8(ascii: "0") + UInt8(scratch % radix)
+        scratch /= radix
+    }
+}
+
+/// Why `path` cannot follow `previous` among the entries, or nil when it can: paths are
+/// strictly increasing in memcmp order, the shorter first on a common prefix.
+private func orderProblem(after previous: [UInt8], _ path: [UInt8]) -> String? {
+    let common = min(previous.count, path.count)
+    let order = previous.withUnsafeBufferPointer { lhs in
+        path.withUnsafeBufferPointer { rhs -> Int32 in
+            guard common > 0, let lhs = lhs.baseAddress, let rhs = rhs.baseAddress else { return 0 }
+            return memcmp(lhs, rhs, common)
+        }
+    }
+    if order < 0 || (order == 0 && previous.count < path.count) { return nil }
+    return order == 0 && previous.count == path.count ? "is listed twice" : "is out of order"
+}
 
 /// One path of `canonicalContent`'s buffer and the index of its hash.
 private struct PathSpan {

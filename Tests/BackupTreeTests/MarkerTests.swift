@@ -90,7 +90,7 @@ final class MarkerTests: XCTestCase {
         let data = try Marker(groups: groups, hashes: ["a": hash(1)]).encoded()
         // Without a writer id, format 1: what markers were before they carried one.
         XCTAssertEqual(Array(data.prefix(7)), Array("BKMARK".utf8) + [1])
-        XCTAssertEqual(Marker.formatVersion, 2)
+        XCTAssertEqual(Marker.formatVersion, 3)
         // The rest is one zlib stream of the canonical lines.
         let content = try Zlib.decompress(data.dropFirst(7))
         XCTAssertEqual(
@@ -107,6 +107,54 @@ final class MarkerTests: XCTestCase {
             H \(hash(1)) a
 
             """)
+    }
+
+    // MARK: Markers written by earlier versions
+
+    /// Tests/Fixtures/`name`: bytes an earlier version wrote, committed before format 3.
+    private func fixture(_ name: String) throws -> Data {
+        try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/" + name))
+    }
+
+    /// The content both fixtures hold (format 2 adds the writer "default@fixture-host").
+    private let fixtureGroups = [
+        MarkerGroup(name: "docs", required: true, patterns: ["docs/"], order: 0),
+        MarkerGroup(name: "photos", required: false, patterns: ["photos/"], order: 1),
+    ]
+    private let fixtureHashes = [
+        "docs/report.txt": "845e91831319e89c4d656bdb80c278ac09a7230d61e5dfd2e1b1fbb436ac8917",
+        "photos/a.jpg": "509b0d4641a7c3ba088ffa28559d1f57207ea980447bc1773b1d406d788386ee",
+        "notes.md": "ab5aa97074c454a0632057e704220d9a6678fbf773a0a5806fc09b8173b07309",
+        // "caf", the byte 0xE9 (Latin-1 é, not UTF-8), ".txt", in FileName's codec.
+        "caf\u{201B}E9.txt": "850f7dc43910ff890f8879c0ed26fe697c93a067ad93a7d50f466a7028a9bf4e",
+    ]
+
+    func testAFormat1MarkerWrittenByAnEarlierVersionStillReads() throws {
+        let bytes = try fixture("marker-format1.bin")
+        XCTAssertEqual(bytes[6], 1)
+        let marker = try Marker.decode(bytes)
+        XCTAssertEqual(marker.groups, fixtureGroups)
+        XCTAssertEqual(marker.hashes, fixtureHashes)
+        XCTAssertEqual(
+            FileName.bytes(of: "caf\u{201B}E9.txt"), Array("caf".utf8) + [0xE9] + Array(".txt".utf8))
+        XCTAssertNil(marker.writer)
+        XCTAssertTrue(marker.entries.isEmpty)
+        XCTAssertEqual(try marker.encoded(), bytes, "a marker without entries or writer is still written as format 1")
+        XCTAssertEqual(try Marker(groups: fixtureGroups, hashes: fixtureHashes).encoded(), bytes)
+    }
+
+    func testAFormat2MarkerWrittenByAnEarlierVersionStillReads() throws {
+        let bytes = try fixture("marker-format2.bin")
+        XCTAssertEqual(bytes[6], 2)
+        let marker = try Marker.decode(bytes)
+        XCTAssertEqual(marker.groups, fixtureGroups)
+        XCTAssertEqual(marker.hashes, fixtureHashes)
+        XCTAssertEqual(marker.writer, "default@fixture-host")
+        XCTAssertTrue(marker.entries.isEmpty)
+        XCTAssertEqual(try marker.encoded(), bytes, "a marker without entries but with a writer is still written as format 2")
+        XCTAssertEqual(
+            try Marker(groups: fixtureGroups, hashes: fixtureHashes, writer: "default@fixture-host").encoded(), bytes)
     }
 
     // MARK: Determinism
@@ -224,13 +272,13 @@ final class MarkerTests: XCTestCase {
 
     func testNewerFormatAsksForAnUpgrade() throws {
         var data = try Marker(groups: groups, hashes: [:]).encoded()
-        data[6] = 3
-        assertDecodeFails(data, .newerFormat(found: 3, readable: 2))
+        data[6] = 4
+        assertDecodeFails(data, .newerFormat(found: 4, readable: 3))
         XCTAssertEqual(
-            MarkerError.newerFormat(found: 3, readable: 2).description,
-            "written by a newer version of backup (format 3; this version reads 2): upgrade backup")
+            MarkerError.newerFormat(found: 4, readable: 3).description,
+            "written by a newer version of backup (format 4; this version reads 3): upgrade backup")
         data[6] = 255
-        assertDecodeFails(data, .newerFormat(found: 255, readable: 2))
+        assertDecodeFails(data, .newerFormat(found: 255, readable: 3))
         data[6] = 0
         assertDamaged(data, containing: "unknown format 0")
     }
@@ -345,6 +393,387 @@ final class MarkerTests: XCTestCase {
         }
     }
 
+    // MARK: Format 3: entries
+
+    private func meta(
+        _ mode: UInt32 = 0o644, mtime: Int64 = 1_700_000_000_123_456_789, uid: UInt32 = 1000, gid: UInt32 = 1000,
+        user: String? = "alice", group: String? = "staff"
+    ) -> EntryMetadata {
+        EntryMetadata(mode: mode, mtimeNanoseconds: mtime, uid: uid, gid: gid, user: user, group: group)
+    }
+
+    /// A marker of every kind of entry, with the awkward values each field can hold.
+    private func entriesMarker(writer: String? = "default@host") -> Marker {
+        let nonUTF8Target = FileName.string(fromBytes: [0xFF, 0x2F] + Array("x\ny\\z".utf8) + [0xC3])
+        let entries: [String: MarkerEntry] = [
+            "docs/hashed.txt": MarkerEntry(kind: .file, size: 12, metadata: meta()),
+            "docs/size compared.bin": MarkerEntry(kind: .file, size: 0, metadata: meta(0o600, user: nil, group: nil)),
+            "docs/zz hard link": MarkerEntry(kind: .hardLink(to: "docs/hashed.txt"), size: 12, metadata: meta()),
+            "docs/unhashed link": MarkerEntry(kind: .hardLink(to: "docs/size compared.bin"), metadata: meta(0o600)),
+            "links/absolute": MarkerEntry(kind: .symlink(target: "/etc/passwd"), metadata: meta(0o777)),
+            "links/relative": MarkerEntry(kind: .symlink(target: "../docs/hashed.txt"), metadata: meta(0o777)),
+            "links/dangling": MarkerEntry(kind: .symlink(target: "nowhere/at all"), metadata: meta(0o777)),
+            "links/empty": MarkerEntry(kind: .symlink(target: ""), metadata: meta(0o777)),
+            "links/not utf-8": MarkerEntry(kind: .symlink(target: nonUTF8Target), metadata: meta(0o777)),
+            "links": MarkerEntry(kind: .folder, metadata: meta(0o755)),
+            "empty folder": MarkerEntry(kind: .folder, metadata: meta(0o1777, mtime: -1)),
+            "old/setuid": MarkerEntry(kind: .file, size: 1 << 40, metadata: meta(0o4755, mtime: -86_400_123_456_789, uid: 0, gid: 0)),
+            "names/spaced": MarkerEntry(kind: .file, size: 3, metadata: meta(user: "john smith", group: "domain users")),
+            "names/dash": MarkerEntry(kind: .file, size: 3, metadata: meta(user: "-", group: "-")),
+            "names/escapes": MarkerEntry(kind: .folder, metadata: meta(user: "a\\b\nc\\s", group: "\\-")),
+            "names/empty": MarkerEntry(kind: .folder, metadata: meta(user: "", group: "--")),
+            "names/extremes": MarkerEntry(
+                kind: .folder, metadata: meta(0, mtime: Int64.min, uid: UInt32.max, gid: 0, user: "ünï", group: "😀")),
+            "names/max": MarkerEntry(kind: .file, size: Int64.max, metadata: meta(0o7777, mtime: Int64.max)),
+            FileName.string(fromBytes: Array("caf".utf8) + [0xE9]): MarkerEntry(kind: .file, size: 1, metadata: meta()),
+            "new\nline \\ path": MarkerEntry(kind: .file, size: 1, metadata: meta()),
+        ]
+        let hashes = ["docs/hashed.txt": hash(1), "docs/zz hard link": hash(1), "old/setuid": hash(2)]
+        return Marker(groups: groups, hashes: hashes, entries: entries, writer: writer)
+    }
+
+    /// A format 3 header followed by `content` compressed.
+    private func framed3(_ content: String) throws -> Data {
+        Data(Marker.magic) + Data([3]) + (try Zlib.compress(Data(content.utf8)))
+    }
+
+    func testFormat3RoundTripOfEveryKind() throws {
+        for writer in ["default@host", nil] {
+            let marker = entriesMarker(writer: writer)
+            let data = try marker.encoded()
+            XCTAssertEqual(data[6], 3, "a marker with entries is format 3")
+            let decoded = try Marker.decode(data)
+            XCTAssertEqual(decoded, marker)
+            XCTAssertEqual(decoded.writer, writer)
+            XCTAssertEqual(decoded.hashes, marker.hashes)
+            XCTAssertEqual(decoded.entries.count, marker.entries.count)
+            // Byte-exact keys, targets and names, not only canonically equal Strings.
+            XCTAssertEqual(
+                Set(decoded.entries.keys.map { Array($0.utf8) }), Set(marker.entries.keys.map { Array($0.utf8) }))
+            for (path, entry) in marker.entries {
+                let back = try XCTUnwrap(decoded.entries[path], path.debugDescription)
+                XCTAssertEqual(back, entry, path.debugDescription)
+                switch (back.kind, entry.kind) {
+                case (.symlink(let lhs), .symlink(let rhs)), (.hardLink(let lhs), .hardLink(let rhs)):
+                    XCTAssertEqual(Array(lhs.utf8), Array(rhs.utf8), path.debugDescription)
+                default: break
+                }
+                XCTAssertEqual(back.metadata.user.map { Array($0.utf8) }, entry.metadata.user.map { Array($0.utf8) })
+                XCTAssertEqual(back.metadata.group.map { Array($0.utf8) }, entry.metadata.group.map { Array($0.utf8) })
+            }
+            XCTAssertEqual(decoded.entries["names/dash"]?.metadata.user, "-")
+            XCTAssertNil(decoded.entries["docs/size compared.bin"]?.metadata.user)
+            XCTAssertEqual(decoded.entries["links/empty"]?.kind, .symlink(target: ""))
+            XCTAssertEqual(try decoded.encoded(), data, "decode then encode gives the same bytes")
+        }
+    }
+
+    func testFormat3LayoutIsOneSortedSequenceOfDocumentedLines() throws {
+        let marker = Marker(
+            groups: [MarkerGroup(name: "all", required: true, patterns: ["**"], order: 0)],
+            hashes: ["b/file": hash(1), "c": hash(2)],
+            entries: [
+                "c": MarkerEntry(kind: .hardLink(to: "b/file"), size: 5, metadata: meta(0o644, mtime: 7, uid: 1, gid: 2)),
+                "b/file": MarkerEntry(kind: .file, size: 5, metadata: meta(0o4755, mtime: -7, uid: 0, gid: 0, user: "root", group: "-")),
+                "b": MarkerEntry(kind: .folder, metadata: meta(0o755, mtime: 0, uid: 0, gid: 0, user: "a b\\c\nd", group: nil)),
+                "a link": MarkerEntry(kind: .symlink(target: "../x y\n\\"), metadata: meta(0o777, mtime: 1, uid: 3, gid: 4, user: nil)),
+                "b/size only": MarkerEntry(kind: .file, size: 0, metadata: meta(0, mtime: 1, uid: 3, gid: 4, user: "-", group: "")),
+            ],
+            writer: "me")
+        let data = try marker.encoded()
+        XCTAssertEqual(Array(data.prefix(7)), Array("BKMARK".utf8) + [3])
+        XCTAssertEqual(
+            String(decoding: try Zlib.decompress(data.dropFirst(7)), as: UTF8.self),
+            """
+            W me
+            G 0 1 all
+            P **
+            L 777 1 3 4 - staff a link
+            T ../x y\\n\\\\
+            D 755 0 0 0 a\\sb\\\\c\\nd - b
+            F 5 \(hash(1)) 4755 -7 0 0 root \\- b/file
+            F 0 - 0 1 3 4 \\-  b/size only
+            K 5 \(hash(2)) 644 7 1 2 alice staff c
+            T b/file
+
+            """)
+    }
+
+    func testFormat3BytesAreDeterministicAndCoverEntries() throws {
+        let marker = entriesMarker()
+        var shuffled: [String: MarkerEntry] = [:]
+        shuffled.reserveCapacity(marker.entries.count * 8)  // another bucket order
+        for (path, entry) in marker.entries.sorted(by: { $0.key > $1.key }) { shuffled[path] = entry }
+        XCTAssertNotEqual(Array(shuffled.keys), Array(marker.entries.keys), "the test needs two iteration orders")
+        let other = Marker(groups: marker.groups, hashes: marker.hashes, entries: shuffled, writer: marker.writer)
+        XCTAssertEqual(try marker.encoded(), try other.encoded())
+        XCTAssertEqual(try marker.encoded(), try marker.encoded())
+        XCTAssertEqual(try marker.contentDigest(), try other.contentDigest())
+
+        // Every field of an entry counts, in ==, the bytes and the digest.
+        var changes: [Marker] = [marker]
+        func changed(_ change: (inout MarkerEntry) -> Void, at path: String = "old/setuid") {
+            var copy = marker
+            change(&copy.entries[path]!)
+            changes.append(copy)
+        }
+        changed { $0.metadata.mode = 0o755 }
+        changed { $0.metadata.mtimeNanoseconds += 1 }
+        changed { $0.metadata.uid = 1 }
+        changed { $0.metadata.gid = 1 }
+        changed { $0.metadata.user = "root" }
+        changed { $0.metadata.group = nil }
+        changed { $0.size += 1 }
+        changed({ $0.kind = .symlink(target: "/etc/shadow") }, at: "links/absolute")
+        changed({ $0.kind = .hardLink(to: "docs/size compared.bin") }, at: "docs/zz hard link")
+        var withoutOne = marker
+        withoutOne.entries["empty folder"] = nil
+        changes.append(withoutOne)
+        for (index, change) in changes.enumerated().dropFirst() {
+            XCTAssertNotEqual(change, marker, "change \(index)")
+        }
+        XCTAssertEqual(Set(try changes.map { try $0.encoded() }).count, changes.count)
+        XCTAssertEqual(Set(try changes.map { try $0.contentDigest() }).count, changes.count)
+    }
+
+    func testWithoutEntriesFormats1And2AreStillWritten() throws {
+        let hashes = ["a": hash(1)]
+        let entries = ["a": MarkerEntry(kind: .file, size: 1, metadata: meta())]
+        XCTAssertEqual(try Marker(groups: groups, hashes: hashes).encoded()[6], 1)
+        XCTAssertEqual(try Marker(groups: groups, hashes: hashes, writer: "w").encoded()[6], 2)
+        XCTAssertEqual(try Marker(groups: groups, hashes: hashes, entries: entries).encoded()[6], 3)
+        XCTAssertEqual(try Marker(groups: groups, hashes: hashes, entries: entries, writer: "w").encoded()[6], 3)
+        // Without entries the content has H lines and no entry lines.
+        let old = try Zlib.decompress(try Marker(hashes: hashes, writer: "w").encoded().dropFirst(7))
+        XCTAssertEqual(String(decoding: old, as: UTF8.self), "W w\nH \(hash(1)) a\n")
+        XCTAssertNotEqual(try Marker(hashes: hashes).contentDigest(), try Marker(hashes: hashes, entries: entries).contentDigest())
+    }
+
+    func testFormat3DamageIsRefusedWithItsLineNumber() throws {
+        let good = hash(0)
+        let m = "644 0 0 0 - -"
+        let cases: [(String, String)] = [
+            ("X a\n", "line 1: unknown record"),
+            ("D \(m) a\nH \(good) b\n", "line 2: unknown record"),
+            ("F 1 - \(m) a\nZ\n", "line 2: unreadable record"),
+            // T lines and their K/L
+            ("T x\n", "line 1: a T record not directly after a K or L record"),
+            ("F 1 - \(m) a\nT b\n", "line 2: a T record not directly after a K or L record"),
+            ("L \(m) a\nT b\nT c\n", "line 3: a T record not directly after a K or L record"),
+            ("D \(m) a\nT b\n", "line 2: a T record not directly after a K or L record"),
+            ("F 1 - \(m) a\nK 1 - \(m) b\nF 1 - \(m) c\n", "line 2: a hard link record without its T record"),
+            ("F 1 - \(m) a\nK 1 - \(m) b\n", "line 2: a hard link record without its T record"),
+            ("L \(m) a\n", "line 1: a symlink record without its T record"),
+            ("L \(m) a\nD \(m) b\n", "line 1: a symlink record without its T record"),
+            ("L \(m) a\nTx\n", "line 1: a symlink record without its T record"),
+            // mode
+            ("D 10000 0 0 0 - - a\n", "line 1: mode 10000 is more than 7777"),
+            ("D 77777777777 0 0 0 - - a\n", "line 1: mode 77777777777 is more than 7777"),
+            ("D 8 0 0 0 - - a\n", "line 1: unreadable mode"),
+            ("D 0644 0 0 0 - - a\n", "line 1: unreadable mode"),
+            ("D -644 0 0 0 - - a\n", "line 1: unreadable mode"),
+            ("D  0 0 0 - - a\n", "line 1: unreadable mode"),
+            ("D 644\n", "line 1: unreadable mode"),
+            // numbers
+            ("D 644 1.5 0 0 - - a\n", "line 1: unreadable modification time"),
+            ("D 644 -0 0 0 - - a\n", "line 1: unreadable modification time"),
+            ("D 644 01 0 0 - - a\n", "line 1: unreadable modification time"),
+            ("D 644 9223372036854775808 0 0 - - a\n", "line 1: unreadable modification time"),
+            ("D 644 -9223372036854775809 0 0 - - a\n", "line 1: unreadable modification time"),
+            ("D 644 0 -1 0 - - a\n", "line 1: unreadable uid"),
+            ("D 644 0 x 0 - - a\n", "line 1: unreadable uid"),
+            ("D 644 0 0 4294967296 - - a\n", "line 1: unreadable gid"),
+            ("D 644 0 0 0 - a\n", "line 1: unreadable group name"),
+            ("D 644 0 0 0 \n", "line 1: unreadable user name"),
+            ("F x - \(m) a\n", "line 1: unreadable size"),
+            ("F +1 - \(m) a\n", "line 1: unreadable size"),
+            ("F 99999999999999999999 - \(m) a\n", "line 1: unreadable size"),
+            ("F -1 - \(m) a\n", "line 1: negative size"),
+            ("F 1 - \(m) a\nK -5 - \(m) b\nT a\n", "line 2: negative size"),
+            ("F 1 \n", "line 1: unreadable hash"),
+            // hashes
+            ("F 1 \(good.uppercased()) \(m) a\n", "line 1: hash is not 64 lowercase hex characters"),
+            ("F 1 abc \(m) a\n", "line 1: hash is not 64 lowercase hex characters"),
+            ("F 1 \(good.dropLast())g \(m) a\n", "line 1: hash is not 64 lowercase hex characters"),
+            ("F 1 -- \(m) a\n", "line 1: hash is not 64 lowercase hex characters"),
+            // names
+            ("D 644 0 0 0 \\x - a\n", "line 1: unknown escape in a name"),
+            ("D 644 0 0 0 a\\ - a\n", "line 1: a name ends with a lone backslash"),
+            ("D 644 0 0 0 a\\- - a\n", "line 1: unknown escape in a name"),
+            // order and duplicates
+            ("D \(m) b\nD \(m) a\n", "line 2: path \"a\" is out of order"),
+            ("D \(m) a/b\nD \(m) a\n", "line 2: path \"a\" is out of order"),
+            ("D \(m) b\nF 1 - \(m) a\n", "line 2: path \"a\" is out of order"),
+            ("D \(m) a\nD \(m) a\n", "line 2: path \"a\" is listed twice"),
+            ("D \(m) a\nF 1 \(good) \(m) a\n", "line 2: path \"a\" is listed twice"),
+            ("L \(m) a\nT x\nL \(m) a\nT y\n", "line 3: path \"a\" is listed twice"),
+            ("D \(m) e\u{301}\nD \(m) \u{E9}\n", "line 2: path \"\u{E9}\" is listed twice"),
+            // hard link targets
+            ("F 1 - \(m) a\nK 1 - \(m) b\nT c\n", "line 3: the hard link's target \"c\" is not an earlier file entry"),
+            ("K 1 - \(m) a\nT b\nF 1 - \(m) b\n", "line 2: the hard link's target \"b\" is not an earlier file entry"),
+            ("F 1 - \(m) a\nK 1 - \(m) b\nT b\n", "line 3: the hard link's target \"b\" is not an earlier file entry"),
+            ("D \(m) a\nK 1 - \(m) b\nT a\n", "line 3: the hard link's target \"a\" is not an earlier file entry"),
+            ("L \(m) a\nT x\nK 1 - \(m) b\nT a\n", "line 4: the hard link's target \"a\" is not an earlier file entry"),
+            ("F 1 - \(m) a\nK 1 - \(m) b\nT a\nK 1 - \(m) c\nT b\n",
+             "line 5: the hard link's target \"b\" is not an earlier file entry"),
+            ("F 1 - \(m) \u{E9}\nK 1 - \(m) \u{FA}\nT e\u{301}\n",
+             "line 3: the hard link's target \"e\u{301}\" is not an earlier file entry"),
+            ("F 1 - \(m) a\nK 1 - \(m) b\nT \n", "line 3: the hard link's target \"\" is not an earlier file entry"),
+            // paths
+            ("D \(m) ../x\n", "line 1: path \"../x\": \".\" or \"..\" segment"),
+            ("D \(m) a/./b\n", "line 1: path \"a/./b\": \".\" or \"..\" segment"),
+            ("F 1 - \(m) /abs\n", "line 1: path \"/abs\": absolute path"),
+            ("L \(m) a//b\nT x\n", "line 1: path \"a//b\": empty path segment"),
+            ("D \(m) a/\n", "line 1: path \"a/\": empty path segment"),
+            ("D \(m) \n", "line 1: path \"\": empty path"),
+            ("D \(m) bad\\tescape\n", "line 1: unknown escape"),
+            ("L \(m) a\nT lone\\\n", "line 2: ends with a lone backslash"),
+            // structure
+            ("F 1 - \(m) a\nG 1 1 x\n", "line 2: group after the entries"),
+            ("F 1 - \(m) a\nP x\n", "line 2: pattern outside a group"),
+            ("D \(m) a\nW me\n", "line 2: the writer record is not the first line"),
+            ("", "a format 3 marker without entries"),
+            ("W me\nG 1 1 x\n", "a format 3 marker without entries"),
+            ("D \(m) a", "the content does not end with a line break"),
+        ]
+        for (content, detail) in cases {
+            assertDamaged(try framed3(content), containing: detail, content.debugDescription)
+        }
+        // Entry lines are format 3 only.
+        for content in ["F 1 - \(m) a\n", "D \(m) a\n", "L \(m) a\nT b\n", "T b\n"] {
+            assertDamaged(try framed(content), containing: "line 1: unknown record", content.debugDescription)
+        }
+        // Bytes that are not UTF-8 in a path, a name and a target.
+        let invalid: [(Data, String)] = [
+            (Data("D \(m) ".utf8) + Data([0xFF]) + Data("\n".utf8), "line 1: path is not valid UTF-8"),
+            (Data("D 644 0 0 0 ".utf8) + Data([0xC3]) + Data(" - a\n".utf8), "line 1: name is not valid UTF-8"),
+            (Data("D 644 0 0 0 - \\\\".utf8) + Data([0xC3]) + Data(" a\n".utf8), "line 1: name is not valid UTF-8"),
+            (Data("L \(m) a\nT ".utf8) + Data([0xFE]) + Data("\n".utf8), "line 2: text is not valid UTF-8"),
+            (Data("D \(m) a".utf8) + Data([0]) + Data("\n".utf8), "line 1: path \"a\u{0}\": contains a NUL byte"),
+        ]
+        for (content, detail) in invalid {
+            assertDamaged(Data(Marker.magic) + Data([3]) + (try Zlib.compress(content)), containing: detail)
+        }
+        // What the cases break, unbroken, reads.
+        let valid = try Marker.decode(try framed3(
+            "W me\nG 1 1 x\nF 1 \(good) \(m) a\nK 1 - 4755 -5 0 4294967295 \\- \\\\\\s\\n b\nT a\nL 0 0 0 0 - - c\nT \nD 7777 0 0 0   d\n"))
+        XCTAssertEqual(valid.hashes, ["a": good])
+        XCTAssertEqual(valid.entries["b"], MarkerEntry(kind: .hardLink(to: "a"), size: 1, metadata: EntryMetadata(
+            mode: 0o4755, mtimeNanoseconds: -5, uid: 0, gid: UInt32.max, user: "-", group: "\\ \n")))
+        XCTAssertEqual(valid.entries["c"], MarkerEntry(kind: .symlink(target: ""), metadata: EntryMetadata(
+            mode: 0, mtimeNanoseconds: 0, uid: 0, gid: 0)))
+        XCTAssertEqual(valid.entries["d"]?.metadata.user, "")
+        XCTAssertEqual(valid.entries["d"]?.metadata.group, "")
+    }
+
+    func testHostileFormat3ContentNeverCrashesAndWhatReadsWritesBack() throws {
+        let content = try Zlib.decompress(try entriesMarker().encoded().dropFirst(7))
+        var random = SplitMix(seed: 0x5eed)
+        let alphabet = Array("FKLDTHWGP -\\\nns0123456789abcdef/.".utf8) + [0, 0xFF, 0xC3]
+        var accepted = 0
+        for _ in 0..<3_000 {
+            var bytes = [UInt8](content)
+            for _ in 0...(random.next() % 4) {
+                let index = Int(random.next() % UInt64(bytes.count))
+                switch random.next() % 3 {
+                case 0: bytes[index] = alphabet[Int(random.next() % UInt64(alphabet.count))]
+                case 1: bytes.remove(at: index)
+                default: bytes.insert(alphabet[Int(random.next() % UInt64(alphabet.count))], at: index)
+                }
+                if bytes.isEmpty { bytes = [newlineByte] }
+            }
+            let data = Data(Marker.magic) + Data([3]) + (try Zlib.compress(Data(bytes)))
+            do {
+                let marker = try Marker.decode(data)
+                accepted += 1
+                XCTAssertEqual(try Marker.decode(marker.encoded()), marker, "what decode accepts, encode writes back")
+            } catch {
+                // Refused (decode throws only MarkerError), not crashed.
+            }
+        }
+        XCTAssertGreaterThan(accepted, 0, "some mutations (inside names and paths) stay valid")
+    }
+
+    func testTwoHundredThousandEntriesRoundTrip() throws {
+        var entries: [String: MarkerEntry] = [:]
+        var hashes: [String: String] = [:]
+        entries.reserveCapacity(200_000)
+        let digest = hash(0)
+        func folderOf(_ index: Int) -> String { "folder \(index % 211)" }
+        for index in 0..<200_000 {
+            let folder = folderOf(index)
+            let metadata = meta(0o644, mtime: Int64(index) * 1_000_003 - 50_000_000_000, uid: UInt32(index % 5), gid: 100)
+            switch index % 10 {
+            case 0: entries["\(folder)/sub \(index)"] = MarkerEntry(kind: .folder, metadata: metadata)
+            case 1: entries["\(folder)/link \(index)"] = MarkerEntry(kind: .symlink(target: "../t \(index)"), metadata: metadata)
+            case 3: entries["\(folderOf(index - 1))/zz hard \(index)"] = MarkerEntry(
+                kind: .hardLink(to: "\(folderOf(index - 1))/file \(index - 1)"), size: Int64(index - 1), metadata: metadata)
+            default:
+                entries["\(folder)/file \(index)"] = MarkerEntry(kind: .file, size: Int64(index), metadata: metadata)
+                if index % 2 == 1 { hashes["\(folder)/file \(index)"] = digest }
+            }
+        }
+        for index in 0..<211 { entries["folder \(index)"] = MarkerEntry(kind: .folder, metadata: meta(0o755)) }
+        let marker = Marker(groups: groups, hashes: hashes, entries: entries, writer: "w")
+        let data = try marker.encoded()
+        let decoded = try Marker.decode(data, maxContentSize: Marker.contentLimit(listedFiles: 160_000))
+        XCTAssertEqual(decoded.entries.count, 200_211)
+        XCTAssertEqual(decoded, marker)
+    }
+
+    func testEncodeRefusesEntriesDecodeWouldReject() {
+        let file = MarkerEntry(kind: .file, size: 1, metadata: meta())
+        let refused: [(Marker, String)] = [
+            (Marker(hashes: ["a": hash(0), "b": hash(1)], entries: ["a": file]),
+             "path \"b\" has a hash but no file or hard link entry"),
+            (Marker(hashes: ["d": hash(0)], entries: ["d": MarkerEntry(kind: .folder, metadata: meta())]),
+             "path \"d\" has a hash but no file or hard link entry"),
+            (Marker(hashes: ["l": hash(0)], entries: ["l": MarkerEntry(kind: .symlink(target: "x"), metadata: meta())]),
+             "path \"l\" has a hash but no file or hard link entry"),
+            (Marker(hashes: ["a": "abc"], entries: ["a": file]), "path \"a\": the hash is not 64 lowercase hex"),
+            (Marker(entries: ["a": MarkerEntry(kind: .file, metadata: meta(0o10000))]), "path \"a\": mode 10000 is more than 7777"),
+            (Marker(entries: ["a": MarkerEntry(kind: .file, size: -1, metadata: meta())]), "path \"a\": negative size -1"),
+            (Marker(entries: ["a": file, "b": MarkerEntry(kind: .hardLink(to: "a"), size: -2, metadata: meta())]),
+             "path \"b\": negative size -2"),
+            (Marker(entries: ["d": MarkerEntry(kind: .folder, size: 1, metadata: meta())]), "path \"d\": a symlink or folder with size 1"),
+            (Marker(entries: ["l": MarkerEntry(kind: .symlink(target: ""), size: 4, metadata: meta())]), "path \"l\": a symlink or folder"),
+            (Marker(entries: ["b": MarkerEntry(kind: .hardLink(to: "a"), metadata: meta())]),
+             "path \"b\": the hard link's target \"a\" is not an earlier file entry"),
+            (Marker(entries: ["c": file, "b": MarkerEntry(kind: .hardLink(to: "c"), metadata: meta())]),
+             "path \"b\": the hard link's target \"c\" is not an earlier file entry"),
+            (Marker(entries: ["b": MarkerEntry(kind: .hardLink(to: "b"), metadata: meta())]),
+             "path \"b\": the hard link's target \"b\" is not an earlier file entry"),
+            (Marker(entries: ["a": MarkerEntry(kind: .folder, metadata: meta()), "b": MarkerEntry(kind: .hardLink(to: "a"), metadata: meta())]),
+             "path \"b\": the hard link's target \"a\" is not an earlier file entry"),
+            (Marker(entries: ["\u{E9}": file, "\u{FA}": MarkerEntry(kind: .hardLink(to: "e\u{301}"), metadata: meta())]),
+             "path \"\u{FA}\": the hard link's target \"e\u{301}\" is not an earlier file entry"),
+            (Marker(entries: ["../x": file]), "path \"../x\": \".\" or \"..\" segment"),
+            (Marker(entries: ["/abs": MarkerEntry(kind: .folder, metadata: meta())]), "path \"/abs\": absolute path"),
+            (Marker(entries: ["": file]), "path \"\": empty path"),
+            (Marker(entries: ["a\u{0}b": file]), "NUL"),
+            (Marker(entries: ["a": file], writer: ""), "the writer id is empty"),
+        ]
+        for (marker, detail) in refused {
+            XCTAssertThrowsError(try marker.encoded(), detail) { error in
+                guard case .invalidContent(let message)? = error as? MarkerError else {
+                    return XCTFail("expected invalidContent, got \(error)")
+                }
+                XCTAssertTrue(message.contains(detail), "\"\(message)\" lacks \"\(detail)\"")
+            }
+            XCTAssertThrowsError(try marker.contentDigest(), detail)
+        }
+        // A hard link to an earlier file, and a hash on a hard link, are fine.
+        XCTAssertNoThrow(try Marker(
+            hashes: ["b": hash(0)], entries: ["a": file, "b": MarkerEntry(kind: .hardLink(to: "a"), size: 1, metadata: meta())]
+        ).encoded())
+    }
+
+    func testMarkerSizeLimitLeavesRoomForEntriesThatAreNoListedFile() {
+        XCTAssertEqual(Probe.markerSizeLimit(listedFiles: 0), 8 << 20)
+        XCTAssertEqual(Probe.markerSizeLimit(listedFiles: 1_000), (8 << 20) + 1_024_000)
+        XCTAssertEqual(Marker.contentLimit(listedFiles: -5), 8 << 20)
+    }
+
     // MARK: group(for:)
 
     func testGroupForPathFollowsOrderThenArrayOrder() {
@@ -390,5 +819,20 @@ final class MarkerTests: XCTestCase {
         XCTAssertEqual(MarkerError.damaged("x").description, "damaged: x")
         XCTAssertEqual(MarkerError.invalidContent("x").description, "cannot write the marker: x")
         XCTAssertNotEqual(MarkerError.damaged("x"), MarkerError.damaged("y"))
+    }
+}
+
+private let newlineByte = UInt8(ascii: "\n")
+
+/// A seeded generator, so a failing mutation can be replayed.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
