@@ -254,7 +254,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// read throws `LocalFileError`.
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
         let key = try objectPath(path)
-        let (fd, size) = try openLocalSource(localPath)
+        let (fd, size, _) = try openLocalSource(localPath)
         defer { close(fd) }
         if size > multipartThreshold {
             return try await multipartUpload(path, key: key, fd: fd, localPath: localPath, size: size)
