@@ -169,7 +169,18 @@ public struct FolderStorage: RemoteStorage {
         }
     }
 
-    /// Copies the local file at `localPath` to `path` through a temporary file and a rename.
+    /// Copies the local file at `localPath` to `path` through a temporary file and a rename;
+    /// the copy carries the source's permission bits and times, so the folder is a usable mirror.
+    ///
+    /// The temporary is created 0600 (group and others never get in while it fills). Before
+    /// the rename it takes, from the `fstat` of the opened source: the owner and group when
+    /// running as root (`fchown`; EPERM is ignored), then the permission bits (`fchmod` of
+    /// `st_mode & 0o777`, with setuid, setgid and sticky only when running as root, and, not as
+    /// root, the owner-read bit always set so the copy can be read back), then the access and
+    /// modification times to the nanosecond (`futimens`). A filesystem that refuses any of
+    /// these (vfat, exFAT, CIFS: EPERM, EACCES, EOPNOTSUPP, ENOSYS) does not fail the write:
+    /// the file lands with what the filesystem gives it, and nothing is reported. The returned
+    /// id is read after the times are set, so the next listing shows the same one.
     ///
     /// A local file that cannot be opened or read throws a `LocalFileError` whose message
     /// starts "cannot read the local file".
@@ -191,7 +202,7 @@ public struct FolderStorage: RemoteStorage {
             guard status.st_mode & S_IFMT == S_IFREG else {
                 throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath): it is not a regular file")
             }
-            return try place(parts, under: rootFD) { fd, displayPath in
+            return try place(parts, under: rootFD, creationMode: 0o600) { fd, displayPath in
                 do {
                     try copyContents(from: source, to: fd, expectedSize: Int64(status.st_size))
                 } catch let failure as CopyFailure {
@@ -201,6 +212,8 @@ public struct FolderStorage: RemoteStorage {
                         throw SystemCallFailure(code: failure.code, operation: "writing", path: displayPath)
                     }
                 }
+                // After the last byte, so no write moves the mtime past the one set here.
+                try Self.applyMetadata(of: status, to: fd, displayPath: displayPath)
             }
         }
     }
@@ -328,9 +341,10 @@ public struct FolderStorage: RemoteStorage {
 
     /// The id of this version of a file: `<mtime ns>:<size>`. Neither the device number nor the
     /// inode is part of it: a USB disk gets a new device number when replugged, and on vfat,
-    /// exFAT and CIFS `noserverino` the inode numbers change on every mount. Every write here
-    /// sets a new mtime, so a rewrite changes the id; a file replaced behind the tool's back by
-    /// one of the same size and the same mtime to the nanosecond (`cp -p` of another file)
+    /// exFAT and CIFS `noserverino` the inode numbers change on every mount. `writeFile` gives
+    /// the file its source's mtime, so a rewrite changes the id when the source's size or mtime
+    /// changed (`writeBytes` sets the time of the write); a file replaced behind the tool's back
+    /// by one of the same size and the same mtime to the nanosecond (`cp -p` of another file)
     /// keeps it, which the inode would not have caught on those filesystems either.
     static func remoteId(_ status: stat) -> String {
         let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
@@ -446,10 +460,50 @@ public struct FolderStorage: RemoteStorage {
 
     // MARK: Writing
 
+    /// Gives the temporary `fd` the source's owner (as root), permission bits and times, in
+    /// that order: a chown after the chmod would clear setuid and setgid, and the times go
+    /// last. A refusal by the filesystem is ignored (see `writeFile`); other errors throw.
+    static func applyMetadata(of source: stat, to fd: Int32, displayPath: String) throws {
+        let root = geteuid() == 0
+        if root && fchown(fd, source.st_uid, source.st_gid) != 0 {
+            let code = errno
+            // EINVAL: an id this user namespace does not map.
+            guard meansRefusedMetadata(code) || code == EINVAL else {
+                throw SystemCallFailure(code: code, operation: "setting the owner of", path: displayPath)
+            }
+        }
+        var mode = source.st_mode & (root ? 0o7777 : 0o777)
+        // Not as root the copy is this user's, and the owner's bits are the ones that apply to
+        // it: a source this user reads through its group or others bits (owned by someone else,
+        // owner-read off) would give a copy this user cannot read back to restore.
+        if !root { mode |= S_IRUSR }
+        if fchmod(fd, mode) != 0 {
+            let code = errno
+            guard meansRefusedMetadata(code) else {
+                throw SystemCallFailure(code: code, operation: "setting the permissions of", path: displayPath)
+            }
+        }
+        var times = [source.st_atim, source.st_mtim]
+        if futimens(fd, &times) != 0 {
+            let code = errno
+            guard meansRefusedMetadata(code) else {
+                throw SystemCallFailure(code: code, operation: "setting the times of", path: displayPath)
+            }
+        }
+    }
+
+    /// A filesystem that cannot keep an owner, permission bits or times (vfat, exFAT, CIFS
+    /// without Unix extensions).
+    private static func meansRefusedMetadata(_ code: Int32) -> Bool {
+        code == EPERM || code == EACCES || code == EOPNOTSUPP || code == ENOTSUP || code == ENOSYS
+    }
+
     /// Writes `parts` by filling a temporary file in its folder and renaming it into place,
-    /// and returns the placed file as `list()` would show it.
+    /// and returns the placed file as `list()` would show it (stat'ed after the rename, so
+    /// after anything `fill` set). The temporary is created with `creationMode` (less the umask).
     private func place(
-        _ parts: [String], under rootFD: Int32, fill: (_ fd: Int32, _ displayPath: String) throws -> Void
+        _ parts: [String], under rootFD: Int32, creationMode: mode_t = 0o666,
+        fill: (_ fd: Int32, _ displayPath: String) throws -> Void
     ) throws -> RemoteFile {
         let displayPath = diskPath(parts)
         let name = parts[parts.count - 1]
@@ -462,7 +516,7 @@ public struct FolderStorage: RemoteStorage {
 
             let temporary: String
             do {
-                temporary = try createTemporary(in: folderFD, displayPath: displayPath,
+                temporary = try createTemporary(in: folderFD, displayPath: displayPath, mode: creationMode,
                                                 sync: durability == .perFile) { fd in try fill(fd, displayPath) }
             } catch let failure as SystemCallFailure where failure.code == ENOENT && attempt < 3 {
                 // A concurrent delete pruned the folder between opening and creating: reopen.
@@ -485,16 +539,17 @@ public struct FolderStorage: RemoteStorage {
         }
     }
 
-    /// Creates a temporary file in `folderFD`, fills it, optionally fsyncs it, closes it and
-    /// returns its name. On any failure the temporary file is unlinked before throwing.
+    /// Creates a temporary file in `folderFD` with `mode` (less the umask), fills it,
+    /// optionally fsyncs it, closes it and returns its name. On any failure the temporary file
+    /// is unlinked before throwing.
     private func createTemporary(
-        in folderFD: Int32, displayPath: String, sync: Bool, fill: (Int32) throws -> Void
+        in folderFD: Int32, displayPath: String, mode: mode_t = 0o666, sync: Bool, fill: (Int32) throws -> Void
     ) throws -> String {
         var name = ""
         var fd: Int32 = -1
         for _ in 0..<8 where fd < 0 {
             name = Self.temporaryName()
-            fd = openat(folderFD, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            fd = openat(folderFD, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
             if fd < 0 && errno != EEXIST { break }
         }
         guard fd >= 0 else { throw SystemCallFailure(code: errno, operation: "writing", path: displayPath) }

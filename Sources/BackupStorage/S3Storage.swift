@@ -252,16 +252,40 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
 
     /// Uploads the local file, in parts above the multipart threshold; a file that cannot be
     /// read throws `LocalFileError`.
+    ///
+    /// The PUT (or the CreateMultipartUpload) carries the source's modification time as the
+    /// object's `mtime` metadata (`x-amz-meta-mtime`, signed like the other x-amz headers), in
+    /// rclone's form: Unix seconds with the nanoseconds as a fraction, trailing zeros dropped
+    /// (`1700000000.123456789`, `1700000000.5`, `1700000000`). rclone reads it as the file's
+    /// time, and rclone serve s3 (1.75) gives it to the file on its disk to the nanosecond; it
+    /// keeps the metadata itself only in memory, so after a restart a HEAD has no
+    /// x-amz-meta-mtime and its Last-Modified is the source's time (which `landedObject` then
+    /// cannot take for a completion it did not see answered: that write fails as Transport).
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
         let key = try objectPath(path)
-        let (fd, size) = try openLocalSource(localPath)
+        let (fd, size, modified) = try openLocalSource(localPath)
         defer { close(fd) }
+        let metadata = [("x-amz-meta-mtime", Self.mtimeMetadata(modified))]
         if size > multipartThreshold {
-            return try await multipartUpload(path, key: key, fd: fd, localPath: localPath, size: size)
+            return try await multipartUpload(path, key: key, fd: fd, localPath: localPath, size: size, headers: metadata)
         }
         let hash = try sha256(fd: fd, path: localPath, offset: 0, length: size)
         return try await putObject(path, key: key, body: .file(fd: fd, path: localPath, offset: 0, length: size),
-                                   payloadHash: hash)
+                                   payloadHash: hash, headers: metadata)
+    }
+
+    /// `time` as rclone writes the `mtime` metadata (its swift.TimeToFloatString): the Unix
+    /// time in seconds in fixed point, nanoseconds as up to 9 decimals with trailing zeros
+    /// dropped, and no point for a whole second; a time before 1970 is "-" and its distance.
+    static func mtimeMetadata(_ time: timespec) -> String {
+        let nanoseconds = Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+        let magnitude = nanoseconds.magnitude
+        var text = String(magnitude / 1_000_000_000)
+        var fraction = String(magnitude % 1_000_000_000)
+        fraction = String(repeating: "0", count: 9 - fraction.count) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        if !fraction.isEmpty { text += "." + fraction }
+        return (nanoseconds < 0 ? "-" : "") + text
     }
 
     /// The object's bytes, at most `HTTPSettings.readBytesLimit` of them.
@@ -298,20 +322,26 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
 
     // MARK: Uploads
 
-    private func putObject(_ path: String, key: String, body: HTTPBody, payloadHash: String) async throws -> RemoteFile {
-        let response = try await send("uploading \(path)", method: "PUT", path: key, body: body,
+    /// One PutObject; `headers` (the metadata) are sent and signed with it.
+    private func putObject(
+        _ path: String, key: String, body: HTTPBody, payloadHash: String, headers: [(String, String)] = []
+    ) async throws -> RemoteFile {
+        let response = try await send("uploading \(path)", method: "PUT", path: key, headers: headers, body: body,
                                       payloadHash: payloadHash, repeatable: true)
         guard response.status == 200 else { throw failure(response, "uploading", path) }
         return RemoteFile(path: path, size: body.length, remoteId: response.header("etag").map(Self.unquoted))
     }
 
-    private func multipartUpload(_ path: String, key: String, fd: Int32, localPath: String, size: Int64) async throws
-        -> RemoteFile
-    {
+    /// A multipart upload; `headers` (the metadata) go with the CreateMultipartUpload, where S3
+    /// takes an object's metadata, and are signed with it.
+    private func multipartUpload(
+        _ path: String, key: String, fd: Int32, localPath: String, size: Int64, headers: [(String, String)] = []
+    ) async throws -> RemoteFile {
         // S3 takes at most 10,000 parts.
         let part = max(partSize, (size + 9_999) / 10_000)
         let created = try await send("starting the upload of \(path)", method: "POST", path: key,
-                                     query: [("uploads", "")], sink: .memory(limit: 1 << 20), repeatable: false)
+                                     query: [("uploads", "")], headers: headers, sink: .memory(limit: 1 << 20),
+                                     repeatable: false)
         guard created.status == 200, let uploadId = XMLElementNode.parse(created.body)?.text(of: "UploadId"),
               !uploadId.isEmpty
         else {

@@ -141,10 +141,23 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
 
     /// Uploads the local file at `localPath`, streaming it; a file that cannot be read throws
     /// `LocalFileError`.
+    ///
+    /// The PUT carries `X-OC-Mtime` with the source's modification time in whole seconds (the
+    /// floor; rclone ignores a fraction), which Nextcloud, ownCloud and rclone serve webdav
+    /// give the file; the MOVE into place keeps it on those servers (rclone renames the file
+    /// on its disk). A server that ignores the header gives the file the time of the upload.
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
-        let (fd, size) = try openLocalSource(localPath)
+        let (fd, size, modified) = try openLocalSource(localPath)
         defer { close(fd) }
-        return try await place(path, body: .file(fd: fd, path: localPath, offset: 0, length: size))
+        return try await place(path, body: .file(fd: fd, path: localPath, offset: 0, length: size),
+                               headers: [("X-OC-Mtime", Self.mtimeHeader(modified))])
+    }
+
+    /// The value of `X-OC-Mtime` for `time`: whole seconds since 1970, rounded down (so a time
+    /// before 1970 with a fraction goes to the earlier second, as `stat` would show it).
+    static func mtimeHeader(_ time: timespec) -> String {
+        // tv_nsec is 0..<1e9, so tv_sec is already the floor.
+        String(Int64(time.tv_sec))
     }
 
     /// The file's bytes, at most `HTTPSettings.readBytesLimit` of them.
@@ -253,7 +266,8 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
 
     // MARK: Writing
 
-    private func place(_ path: String, body: HTTPBody) async throws -> RemoteFile {
+    /// PUTs `body` (with `headers`) to a temporary name beside `path`, then MOVEs it into place.
+    private func place(_ path: String, body: HTTPBody, headers: [(String, String)] = []) async throws -> RemoteFile {
         let parts = try Self.components(of: path)
         let folder = Array(parts.dropLast())
         let temporaryParts = folder + [Self.temporaryFilePrefix + String(UInt64.random(in: .min ... .max), radix: 16)]
@@ -262,7 +276,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         var put: HTTPResponse?
         for attempt in 0..<2 {
             try await ensureFolders(folder, path: path)
-            let response = try await uploadTemporary(temporaryURL, body: body, path: path)
+            let response = try await uploadTemporary(temporaryURL, body: body, headers: headers, path: path)
             if [200, 201, 204].contains(response.status) {
                 put = response
                 break
@@ -347,9 +361,11 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         }
     }
 
-    private func uploadTemporary(_ url: String, body: HTTPBody, path: String) async throws -> HTTPResponse {
+    private func uploadTemporary(_ url: String, body: HTTPBody, headers: [(String, String)], path: String) async throws
+        -> HTTPResponse
+    {
         do {
-            return try await send("uploading \(path)", method: "PUT", url: url, body: body, repeatable: true)
+            return try await send("uploading \(path)", method: "PUT", url: url, headers: headers, body: body, repeatable: true)
         } catch {
             // A broken PUT can leave a partial temporary file on the server.
             await discard(url)
@@ -699,11 +715,13 @@ public protocol ListingNotesReporting: AnyObject, Sendable {
     func takeListingNotes() -> [String]
 }
 
-/// Opens a regular local file for upload and returns it with its size; the caller closes it.
+/// Opens a regular local file for upload and returns it with its size and modification time
+/// (from the `fstat` of the opened descriptor, so the time is the uploaded file's even if the
+/// path is replaced meanwhile); the caller closes it.
 ///
 /// `localPath` is in `FileName`'s String form: a name that is not UTF-8 (or holds the escape
 /// character) is opened by the bytes it stands for, never by its escaped spelling.
-func openLocalSource(_ localPath: String) throws -> (fd: Int32, size: Int64) {
+func openLocalSource(_ localPath: String) throws -> (fd: Int32, size: Int64, modified: timespec) {
     // O_NONBLOCK so that a FIFO given by mistake is refused below instead of hanging the open.
     let fd = FileName.withCString(localPath) { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
     guard fd >= 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
@@ -717,7 +735,7 @@ func openLocalSource(_ localPath: String) throws -> (fd: Int32, size: Int64) {
         close(fd)
         throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath): it is not a regular file")
     }
-    return (fd, Int64(status.st_size))
+    return (fd, Int64(status.st_size), status.st_mtim)
 }
 
 /// How a download's local copy is named in messages: providers see only its descriptor.

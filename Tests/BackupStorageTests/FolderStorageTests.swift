@@ -438,6 +438,71 @@ final class FolderStorageTests: XCTestCase {
         }, exists: { FileManager.default.fileExists(atPath: remote.root + "/" + $0) })
     }
 
+    // MARK: The source's metadata
+
+    /// A file uploaded from a source with mtime 2001-02-03 04:05:06.123456789 keeps that mtime
+    /// to the nanosecond and the source's permission bits (0600 stays owner-only, 0755 stays
+    /// executable, past any umask), and the id the write returns is the one the listing shows.
+    func testWriteFileKeepsTheSourcesModificationTimeToTheNanosecondAndItsMode() async throws {
+        let remote = try makeRemote()
+        for mode: mode_t in [0o600, 0o755, 0o640] {
+            let name = "kept/mode-\(String(mode, radix: 8)).bin"
+            let source = try makeMetadataSource(remote.scratch + "/" + String(mode, radix: 8), Data("bytes \(mode)".utf8), mode: mode)
+            let written = try await remote.storage.writeFile(name, from: source)
+            var placed = stat()
+            XCTAssertEqual(stat(remote.root + "/" + name, &placed), 0)
+            XCTAssertEqual(placed.st_mtim.tv_sec, metadataSourceTime.tv_sec, "mode \(String(mode, radix: 8))")
+            XCTAssertEqual(placed.st_mtim.tv_nsec, metadataSourceTime.tv_nsec, "mode \(String(mode, radix: 8))")
+            XCTAssertEqual(placed.st_atim.tv_sec, metadataSourceTime.tv_sec - 86_400, "the access time")
+            XCTAssertEqual(placed.st_mode & 0o7777, mode, "mode \(String(mode, radix: 8))")
+            XCTAssertEqual(written.remoteId, "\(Int64(metadataSourceTime.tv_sec) * 1_000_000_000 + Int64(metadataSourceTime.tv_nsec)):\(placed.st_size)")
+            let listed = try await remote.storage.list().first { $0.path == name }
+            XCTAssertEqual(listed?.remoteId, written.remoteId, "the id was not taken after the times were set")
+        }
+        try assertNoTemporaryFiles(remote)
+    }
+
+    /// setuid, setgid and sticky are kept only when running as root, and then so are the owner
+    /// and group; otherwise the bits are dropped and the file is the writer's.
+    func testWriteFileKeepsSpecialBitsAndTheOwnerOnlyAsRoot() async throws {
+        let remote = try makeRemote()
+        let source = try makeMetadataSource(remote.scratch + "/special", Data("suid".utf8), mode: 0o6755)
+        let root = geteuid() == 0
+        if root { XCTAssertEqual(chown(source, 1234, 5678), 0) }
+        // chown clears setuid and setgid; set them again.
+        XCTAssertEqual(chmod(source, 0o6755), 0)
+        _ = try await remote.storage.writeFile("special.bin", from: source)
+        var placed = stat()
+        XCTAssertEqual(stat(remote.root + "/special.bin", &placed), 0)
+        XCTAssertEqual(placed.st_mode & 0o7777, root ? 0o6755 : 0o755)
+        XCTAssertEqual(placed.st_uid, root ? 1234 : geteuid())
+        if root { XCTAssertEqual(placed.st_gid, 5678) }
+        XCTAssertEqual(placed.st_mtim.tv_nsec, metadataSourceTime.tv_nsec)
+    }
+
+    /// The engine over sources with an old mtime: the ids the writes return (taken after the
+    /// times are set) match the next listing's, so a second sync uploads nothing.
+    func testASecondSyncOfSourcesWithTheirOwnTimesUploadsNothing() async throws {
+        let remote = try makeRemote()
+        let engine = SyncEngine(storage: remote.storage, state: try StateStore(path: remote.scratch + "/state.db"))
+        let entries = try ["a.txt", "b/c.sh"].map { path -> SyncEntry in
+            let data = Data(path.utf8)
+            let source = try makeMetadataSource(remote.scratch + "/src-" + path.replacingOccurrences(of: "/", with: "-"),
+                                                data, mode: path.hasSuffix(".sh") ? 0o755 : 0o600)
+            return SyncEntry(path: path, size: Int64(data.count), hash: SHA256Hasher.hex(data), source: .file(source))
+        }
+        let snapshot = SyncSnapshot(entries: entries, marker: Data("m".utf8))
+        guard case .completed(let first) = try await engine.sync(snapshot) else { return XCTFail("the first run did not complete") }
+        XCTAssertEqual(first.uploaded, ["a.txt", "b/c.sh", SyncEngine.defaultMarkerPath])
+        guard case .completed(let second) = try await engine.sync(snapshot) else { return XCTFail("the second run did not complete") }
+        XCTAssertEqual(second.uploaded, [], "the recorded ids were not the listed ones")
+    }
+
+    func testSyncEngineRoundTripUploadsOnceThenNothingThenTheChange() async throws {
+        let remote = try makeRemote()
+        try await engineRoundTrip(remote.storage, scratch: remote.scratch)
+    }
+
     // MARK: Helpers
 
     /// A remote folder and a scratch folder side by side in one temporary directory.
@@ -549,4 +614,19 @@ func sweepHygiene(
     XCTAssertEqual(stale.filter(exists), [], "stale temporaries were left", file: file, line: line)
     XCTAssertTrue(exists(fresh), "a live writer's temporary was swept", file: file, line: line)
     XCTAssertTrue(exists("sub/a.txt"), file: file, line: line)
+}
+
+/// 2001-02-03 04:05:06.123456789 UTC: the modification time the metadata tests give their sources.
+let metadataSourceTime = timespec(tv_sec: 981_173_106, tv_nsec: 123_456_789)
+
+/// Writes `data` to a new file at `path` with exactly `mode` (the umask set aside) and
+/// `metadataSourceTime` as its mtime, its atime a day earlier; returns `path`.
+func makeMetadataSource(_ path: String, _ data: Data, mode: mode_t) throws -> String {
+    try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                            withIntermediateDirectories: true)
+    try data.write(to: URL(fileURLWithPath: path))
+    guard chmod(path, mode) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    var times = [timespec(tv_sec: metadataSourceTime.tv_sec - 86_400, tv_nsec: 0), metadataSourceTime]
+    guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    return path
 }

@@ -405,6 +405,51 @@ final class S3StorageTests: XCTestCase {
         await StorageContract.assertThrows(.offline, "a server that is not there") { _ = try await storage.list() }
     }
 
+    // MARK: The source's metadata
+
+    /// A single PUT and a multipart upload both carry `x-amz-meta-mtime` in rclone's form;
+    /// rclone serve s3 gives the file on its disk the source's mtime to the nanosecond
+    /// (2001-02-03 04:05:06.123456789, sources of mode 0600 and 0755), and a HEAD gives the
+    /// metadata back while the server is warm.
+    func testWriteFileSendsTheSourcesModificationTimeAsMtimeMetadataOnPutAndMultipart() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let storage = try remote.storage(through: proxy, multipart: true)
+        let cases: [(String, mode_t, Int)] = [("small-600.bin", 0o600, 1000), ("small-755.bin", 0o755, 10),
+                                              ("large.bin", 0o600, (6 << 20) + 77)]
+        for (name, mode, size) in cases {
+            let source = try makeMetadataSource(remote.scratch + "/" + name, StorageContract.randomData(count: size), mode: mode)
+            let written = try await storage.writeFile(name, from: source)
+            var placed = stat()
+            XCTAssertEqual(stat(remote.served + "/" + remote.bucket + "/" + name, &placed), 0)
+            XCTAssertEqual(placed.st_mtim.tv_sec, metadataSourceTime.tv_sec, name)
+            XCTAssertEqual(placed.st_mtim.tv_nsec, metadataSourceTime.tv_nsec, name)
+            let head = try await signedHead(remote, key: name)
+            XCTAssertEqual(head.status, 200)
+            XCTAssertEqual(head.header("x-amz-meta-mtime"), "981173106.123456789", name)
+            let listed = try await storage.list().first { $0.path == name }
+            XCTAssertEqual(listed?.remoteId, written.remoteId, name)
+        }
+        XCTAssertTrue(proxy.log().contains { $0.method == "POST" && $0.path.contains("uploads") }, "no multipart upload")
+        XCTAssertEqual(S3Storage.mtimeMetadata(timespec(tv_sec: 1_700_000_000, tv_nsec: 500_000_000)), "1700000000.5")
+        XCTAssertEqual(S3Storage.mtimeMetadata(timespec(tv_sec: 1_700_000_000, tv_nsec: 0)), "1700000000")
+        XCTAssertEqual(S3Storage.mtimeMetadata(timespec(tv_sec: 1_700_000_000, tv_nsec: 1)), "1700000000.000000001")
+        XCTAssertEqual(S3Storage.mtimeMetadata(timespec(tv_sec: -2, tv_nsec: 500_000_000)), "-1.5")
+    }
+
+    /// A HEAD of `key` in the test's bucket, signed with the server's key.
+    private func signedHead(_ remote: Remote, key: String) async throws -> HTTPResponse {
+        let host = "127.0.0.1:\(remote.server.port)"
+        let path = "/" + remote.bucket + "/" + SigV4Signer.uriEncode(key, keepSlash: true)
+        let signer = SigV4Signer(accessKeyId: remote.server.user, secretAccessKey: remote.server.secret, sessionToken: nil,
+                                 region: "us-east-1", service: "s3")
+        return try await HTTPClient(server: "http://" + host, settings: HTTPSettings()).send("checking", repeatable: true) {
+            let signed = signer.headersToAdd(method: "HEAD", path: path, query: [], headers: [("host", host)],
+                                             payloadHash: SigV4Signer.emptyPayloadHash, date: Date())
+            return HTTPRequest(method: "HEAD", url: "http://" + host + path, headers: signed)
+        }
+    }
+
     // MARK: End to end
 
     func testSyncEngineRoundTripUploadsOnceThenNothingThenTheChange() async throws {

@@ -612,6 +612,39 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(read, Data("over TLS".utf8))
     }
 
+    // MARK: The source's metadata
+
+    /// The PUT carries X-OC-Mtime, and rclone serve webdav keeps it through the MOVE into
+    /// place: the file on the server's disk has the source's mtime in whole seconds (sources
+    /// of mode 0600 and 0755, mtime 2001-02-03 04:05:06.123456789), PROPFIND shows it as
+    /// getlastmodified, and the id the write returns is the listing's.
+    func testWriteFileKeepsTheSourcesModificationTimeInWholeSecondsThroughTheMove() async throws {
+        let remote = try makeRemote()
+        for mode: mode_t in [0o600, 0o755] {
+            let name = "sub/mode-\(String(mode, radix: 8)).bin"
+            let source = try makeMetadataSource(remote.scratch + "/" + String(mode, radix: 8), Data("bytes \(mode)".utf8), mode: mode)
+            let written = try await remote.storage.writeFile(name, from: source)
+            var placed = stat()
+            XCTAssertEqual(stat(remote.served + "/" + remote.folder + "/" + name, &placed), 0)
+            XCTAssertEqual(placed.st_mtim.tv_sec, metadataSourceTime.tv_sec, "mode \(String(mode, radix: 8))")
+
+            let client = HTTPClient(server: remote.server.address, settings: HTTPSettings())
+            let url = remote.server.address + "/" + remote.folder + "/" + name
+            let response = try await client.send("checking", repeatable: true) {
+                HTTPRequest(method: "PROPFIND", url: url, headers: [("Depth", "0")],
+                            basicAuth: (remote.server.user, remote.server.secret))
+            }
+            XCTAssertEqual(response.status, 207)
+            let body = String(decoding: response.body, as: UTF8.self)
+            XCTAssertTrue(body.contains("<D:getlastmodified>Sat, 03 Feb 2001 04:05:06 GMT</D:getlastmodified>"), body)
+            let listed = try await remote.storage.list().first { $0.path == name }
+            XCTAssertEqual(listed?.remoteId, written.remoteId)
+        }
+        XCTAssertEqual(WebDAVStorage.mtimeHeader(timespec(tv_sec: 981_173_106, tv_nsec: 999_999_999)), "981173106")
+        XCTAssertEqual(WebDAVStorage.mtimeHeader(timespec(tv_sec: -2, tv_nsec: 500_000_000)), "-2", "the floor of -1.5")
+        try assertNoTemporaryFiles(remote)
+    }
+
     // MARK: End to end
 
     func testSyncEngineRoundTripUploadsOnceThenNothingThenTheChange() async throws {
