@@ -86,6 +86,9 @@ struct ObservedStorage: RemoteStorage {
     func flush() async throws { try await base.flush() }
     func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { base.isSameVersion(recorded: recorded, listed: listed) }
     func sweepTemporaries() async throws -> Int { try await base.sweepTemporaries() }
+    func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
+        try await base.applyMetadata(path, metadata)
+    }
 }
 
 /// Starts the remote's listing at once, so it runs while the source is scanned, and hands
@@ -127,4 +130,7 @@ final class PrefetchedListing: RemoteStorage {
     func flush() async throws { try await base.flush() }
     func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { base.isSameVersion(recorded: recorded, listed: listed) }
     func sweepTemporaries() async throws -> Int { try await base.sweepTemporaries() }
+    func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
+        try await base.applyMetadata(path, metadata)
+    }
 }

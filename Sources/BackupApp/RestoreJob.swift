@@ -198,6 +198,12 @@ extension BackupApp {
             summary.result = .restored(outcome)
             summary.damaged = failures.withLock { $0 }
             let files = try record.files()
+            // Every file is placed: then the hard links, folders and symbolic links, and the
+            // folders' modes and times (a partial restore leaves them for its --resume).
+            if case .completed = outcome {
+                try target.restoreTree(try record.tree(), files: files.filter { $0.status == .done }.map(\.file))
+            }
+            for note in target.treeNotes.all { events(.note(path: target.root, message: note)) }
             summary.placed = files.count { $0.status == .done }
             summary.pending = files.filter { $0.status != .done }.map(\.file.remotePath)
             summary.downloadedBytes = meter.reading.bytes

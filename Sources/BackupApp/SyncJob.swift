@@ -5,6 +5,9 @@ import BackupEngine
 import BackupStorage
 import BackupTree
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `backup sync` was asked to do.
 public struct SyncRequest: Sendable {
@@ -46,7 +49,9 @@ public struct SyncSummary: Sendable {
     /// Files kept on the remote though absent or unreadable here.
     public var absent: Int
     public var notes: [ScanNote]
-    public var symlinksSkipped: Int
+    /// Symbolic links and folders found (backed up as the marker's entries).
+    public var symlinks: Int
+    public var folders: Int
 
     /// The exit status this outcome stands for.
     public var status: ExitStatus {
@@ -122,10 +127,17 @@ extension BackupApp {
             let writer = WriterCheck(
                 id: profile.writer ?? "", takeOver: request.takeOver, adopted: try state.meta(Self.adoptedWriterKey),
                 read: { bytes in try? Marker.decode(bytes, maxContentSize: max(1 << 20, bytes.count * 32)).writer })
-            let snapshot = SyncSnapshot(
-                entries: entries, makeMarker: { held in try BackupApp.marker(writerProfile, held: held) },
+            let tree = scan.treeEntries
+            var hardLinks: [String: String] = [:]
+            for entry in entries {
+                if case .hardLink(let first) = entry.kind { hardLinks[entry.path] = first }
+            }
+            let links = hardLinks
+            var snapshot = SyncSnapshot(
+                entries: entries, makeMarker: { held in try BackupApp.marker(writerProfile, held: held, tree: tree, hardLinks: links) },
                 isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep,
                 allowMissingRemote: request.allowMissingRemote, writer: writer)
+            snapshot.treeDigest = Self.treeDigest(tree, hardLinks: hardLinks)
 
             let meter = TransferMeter()
             let storage = meter.observing(base)
@@ -134,7 +146,8 @@ extension BackupApp {
 
             var summary = SyncSummary(
                 profile: profile.name, result: .previewed(.unavailable(.noAccount)), files: scan.files, bytes: scan.bytes,
-                hashedFiles: scan.hashedFiles, absent: absent, notes: scan.notes, symlinksSkipped: scan.symlinksSkipped)
+                hashedFiles: scan.hashedFiles, absent: absent, notes: scan.notes, symlinks: scan.symlinks,
+                folders: scan.treeEntries.count - scan.symlinks)
             if request.dryRun {
                 events(.phase("listing"))
                 let preview = try await engine.preview(snapshot)
@@ -178,21 +191,95 @@ extension BackupApp {
         }
     }
 
-    /// The marker for a run: the profile's groups, and the SHA-256 of every file the remote
-    /// holds as a hash-compared upload (`held`: the state after the run's uploads, so a file
-    /// whose upload was skipped keeps the hash of the bytes the remote still has).
-    @Sendable static func marker(_ profile: Profile, held: [StateEntry]) throws(AppError) -> Data {
+    /// The marker for a run: the profile's groups; every file the remote holds (`held`: the
+    /// state after the run's uploads, so a file whose upload was skipped keeps the hash, size
+    /// and metadata of the bytes the remote still has), a hard link where `hardLinks` names
+    /// a held first name; and the scan's folders and symbolic links (`tree`). Owner names
+    /// are looked up here, once per id.
+    @Sendable static func marker(
+        _ profile: Profile, held: [StateEntry], tree: [TreeEntry] = [], hardLinks: [String: String] = [:]
+    ) throws(AppError) -> Data {
         var hashes: [String: String] = [:]
+        var markerEntries: [String: MarkerEntry] = [:]
+        let names = OwnerNames()
+        let heldPaths = Set(held.map(\.path))
         for entry in held {
             if let hash = entry.hash { hashes[entry.path] = hash }
+            guard let metadata = entry.metadata else { continue }
+            var kind = EntryKind.file
+            if let first = hardLinks[entry.path], heldPaths.contains(first) { kind = .hardLink(to: first) }
+            markerEntries[entry.path] = MarkerEntry(kind: kind, size: entry.size, metadata: names.named(metadata))
+        }
+        for entry in tree where markerEntries[entry.path] == nil {
+            markerEntries[entry.path] = MarkerEntry(kind: entry.kind, metadata: names.named(entry.metadata))
+        }
+        // A hard link whose first name carries no metadata is written as a file of its own.
+        for (path, entry) in markerEntries {
+            if case .hardLink(let first) = entry.kind, markerEntries[first] == nil { markerEntries[path]?.kind = .file }
         }
         let groups = profile.groups.enumerated().map { index, group in
             MarkerGroup(name: group.name, required: group.required, patterns: group.patterns, order: index)
         }
         do {
-            return try Marker(groups: groups, hashes: hashes, writer: profile.writer).encoded()
+            var marker = Marker(groups: groups, hashes: hashes, writer: profile.writer)
+            marker.entries = markerEntries
+            return try marker.encoded()
         } catch {
             throw .usage("profile \"\(profile.name)\": cannot write the marker: \(error.description)")
         }
+    }
+
+    /// A digest of the folders, symbolic links and hard-link pairs of a scan: what the marker
+    /// holds besides the files' own records, compared with the marker written last.
+    static func treeDigest(_ tree: [TreeEntry], hardLinks: [String: String]) -> String {
+        var text: [UInt8] = []
+        for entry in tree {
+            let meta = entry.metadata
+            switch entry.kind {
+            case .symlink(let target): text += Array("L\u{0}\(entry.path)\u{0}\(target)".utf8)
+            default: text += Array("D\u{0}\(entry.path)".utf8)
+            }
+            text += Array("\u{0}\(meta.mode) \(meta.mtimeNanoseconds) \(meta.uid) \(meta.gid)\n".utf8)
+        }
+        for (path, first) in hardLinks.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            text += Array("K\u{0}\(path)\u{0}\(first)\n".utf8)
+        }
+        return SHA256Hasher.hex(Data(text))
+    }
+}
+
+/// User and group names by id, looked up once each (getpwuid_r, getgrgid_r).
+final class OwnerNames {
+    private var users: [UInt32: String?] = [:]
+    private var groups: [UInt32: String?] = [:]
+
+    /// `metadata` with the names of its uid and gid on this machine.
+    func named(_ metadata: EntryMetadata) -> EntryMetadata {
+        var named = metadata
+        named.user = user(metadata.uid)
+        named.group = group(metadata.gid)
+        return named
+    }
+
+    func user(_ uid: UInt32) -> String? {
+        if let known = users[uid] { return known }
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let name: String? = getpwuid_r(uid_t(uid), &entry, &buffer, buffer.count, &result) == 0 && result != nil && entry.pw_name != nil
+            ? String(cString: entry.pw_name) : nil
+        users[uid] = name
+        return name
+    }
+
+    func group(_ gid: UInt32) -> String? {
+        if let known = groups[gid] { return known }
+        var entry = Glibc.group()
+        var result: UnsafeMutablePointer<Glibc.group>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let name: String? = getgrgid_r(gid_t(gid), &entry, &buffer, buffer.count, &result) == 0 && result != nil && entry.gr_name != nil
+            ? String(cString: entry.gr_name) : nil
+        groups[gid] = name
+        return name
     }
 }

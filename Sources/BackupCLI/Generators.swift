@@ -240,6 +240,7 @@ enum Manual {
         credentials(&page)
         guards(&page)
         restore(&page)
+        kept(&page)
         security(&page)
         json(&page)
         environment(&page)
@@ -347,7 +348,7 @@ enum Manual {
             status 2 before anything is touched.
             """)
         var keys: [(head: String, body: String)] = [
-            ("Cm source", "The folder to back up (required). Regular files are backed up; symbolic links are never followed, and FIFOs, sockets and devices are skipped with a note."),
+            ("Cm source", "The folder to back up (required). Regular files, folders and symbolic links are backed up with their modes, times and owners (see WHAT IS KEPT); links are never followed, and FIFOs, sockets and devices are skipped with a note."),
             ("Cm remote", "Where the backup goes (required); see Remotes below."),
             ("Cm writer", "The profile's writer id, made by `backup init` and named in every marker it writes; see the writer guard under GUARANTEES AND GUARDS. Keep it when editing the file by hand: another id is another writer."),
             ("Cm exclude", "A pattern of paths never backed up. Repeat the key for more."),
@@ -547,6 +548,36 @@ enum Manual {
             """)
     }
 
+    static func kept(_ page: inout Mdoc) {
+        page.macro("Sh WHAT IS KEPT")
+        page.paragraphs("""
+            A backup keeps the tree, not only the files. For every regular file: its content, permission bits, \
+            modification time to the nanosecond, and owner (numeric uid and gid, and the user and group names). \
+            Symbolic links are kept as links: their target text byte for byte, never followed on either side. \
+            Folders are kept, empty ones too, with their modes, times and owners (the source folder itself is \
+            not: the target of a restore is yours to choose). Two names of one file (a hard link, found by its \
+            device and inode) are uploaded as a file each and restored as one file with two names. FIFOs, \
+            sockets and devices are not kept: each is named in a note.
+
+            The marker records all of it, for every provider. On a folder remote each file is also given its \
+            source's permission bits and modification time (it is created 0600 first, never more permissive \
+            than its source), and, when the sync runs as root, its owner; folders and links exist only in the \
+            marker there, as on WebDAV and S3. WebDAV uploads send the time in whole seconds as `X-OC-Mtime` \
+            (Nextcloud, ownCloud and `rclone serve webdav` keep it); S3 uploads send it as \
+            `x-amz-meta-mtime`, as rclone writes it. A change of mode, time or owner alone uploads no file: \
+            the marker is written again (and, on a folder remote, the file's mode and time are set on it).
+
+            A restore sets each file's mode and time as it is placed; once every file is placed, it makes the \
+            hard links, the folders and the symbolic links (a link is only ever created: it is never opened, \
+            nothing is written through it, and a link where files of the backup lie below it is refused), and \
+            sets the folders' modes and times last, deepest first. Owners, and setuid, setgid and sticky bits, \
+            are set only when the restore runs as root (owners by name when the name exists on this machine, \
+            else by number, as tar and rsync do); otherwise they are dropped, with a note for the special bits. \
+            Access times, ACLs and extended attributes are not kept. A backup written before markers recorded \
+            this restores its files with the defaults of new files.
+            """)
+    }
+
     static func security(_ page: inout Mdoc) {
         page.macro("Sh SECURITY")
         page.paragraphs("""
@@ -583,12 +614,12 @@ enum Manual {
             ("Cm progress", "At most ten a second, and always the last one. For a sync, `done` and `total` steps (uploads and deletes) and `bytes` sent. For a restore, `done` and `total` files placed, `staged` (downloaded and checked), `groups_done`, `groups_total` and `bytes` received."),
             ("Cm conflict", "A group was not placed because it would replace local files that differ: `group` and `paths`."),
             ("Cm error", "One file of a restore failed this attempt: `path`, `message`, and `error`: `hashMismatch` or `sizeMismatch` (the remote's data failed a check, exit status 5), `refusedPath` (its path may not be restored), `local`, or a kind under DIAGNOSTICS."),
-            ("Cm status", "The answer of `backup status`: `profile`, `source`, `remote`, `remote_files` and `remote_bytes` (what the state records), `local_files`, `symlinks_skipped`, `last_sync` (ISO 8601, or null), `hold` (its reason, or null), and what a sync would do now: `would_upload` and `would_delete`, or `would` (the reason it would not run, or `failed` with `error`)."),
+            ("Cm status", "The answer of `backup status`: `profile`, `source`, `remote`, `remote_files` and `remote_bytes` (what the state records), `local_files`, `local_folders`, `local_symlinks`, `last_sync` (ISO 8601, or null), `hold` (its reason, or null), and what a sync would do now: `would_upload` and `would_delete`, or `would` (the reason it would not run, or `failed` with `error`)."),
             ("Cm result", "The outcome: `status` is `completed`, `partial` (a restore with files pending or a group not placed), `unavailable` (with `reason`) or `failed` (with `error` and `message`)."),
         ], width: "conflict")
         page.text("The other keys of `result`, by command:")
         page.tagList([
-            ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent), `unchanged`, `delete_failures` (objects with `path`, `error` and `message`, retried next run) and `unreadable` (paths not uploaded); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too."),
+            ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent), `unchanged`, `metadata_updated` (files whose mode, times or owner alone changed: recorded, not uploaded), `symlinks`, `folders`, `delete_failures` (objects with `path`, `error` and `message`, retried next run) and `unreadable` (paths not uploaded); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too."),
             ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine, `hashMismatch`, `sizeMismatch` or `refusedPath` when a required file failed a check, and `damaged` when the marker did; with `--abandon`, `abandoned` (files no longer kept) and `would_delete` (those the next sync deletes)."),
             ("Cm probe", "`profile`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`."),
         ], width: "restore")

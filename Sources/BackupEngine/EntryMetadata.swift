@@ -3,7 +3,7 @@
 // it per uploaded entry, the marker carries it (format 3), and restore applies it.
 
 /// The type of an entry of the tree.
-public enum EntryKind: Sendable, Equatable, Hashable {
+public enum EntryKind: Sendable, Equatable, Hashable, Codable {
     /// A regular file; its content is on the remote.
     case file
     /// Another name of the regular file at `to` (an earlier path in byte order: the first
@@ -24,7 +24,7 @@ public enum EntryKind: Sendable, Equatable, Hashable {
 }
 
 /// Permission bits, modification time and owner of an entry.
-public struct EntryMetadata: Sendable, Equatable, Hashable {
+public struct EntryMetadata: Sendable, Equatable, Hashable, Codable {
     /// `st_mode & 0o7777`: permission bits with setuid, setgid and sticky.
     public var mode: UInt32
     /// The modification time in nanoseconds since 1970 (negative before).
@@ -43,5 +43,37 @@ public struct EntryMetadata: Sendable, Equatable, Hashable {
         self.gid = gid
         self.user = user
         self.group = group
+    }
+
+    /// One line of text for a record: "mode mtime uid gid", then a tab and the user name and
+    /// a tab and the group name (empty when none; a name holding a tab or a line feed is not kept).
+    public var recordText: String {
+        func name(_ text: String?) -> String { text.map { $0.contains("\t") || $0.contains("\n") ? "" : $0 } ?? "" }
+        return "\(mode) \(mtimeNanoseconds) \(uid) \(gid)\t\(name(user))\t\(name(group))"
+    }
+
+    /// The metadata `recordText` wrote, or nil for text it does not make.
+    public init?(recordText text: String) {
+        let fields = text.split(separator: "\t", omittingEmptySubsequences: false)
+        guard fields.count == 3 else { return nil }
+        let numbers = fields[0].split(separator: " ")
+        guard numbers.count == 4, let mode = UInt32(numbers[0]), mode <= 0o7777, let mtime = Int64(numbers[1]),
+              let uid = UInt32(numbers[2]), let gid = UInt32(numbers[3]) else { return nil }
+        self.init(mode: mode, mtimeNanoseconds: mtime, uid: uid, gid: gid,
+                  user: fields[1].isEmpty ? nil : String(fields[1]), group: fields[2].isEmpty ? nil : String(fields[2]))
+    }
+}
+
+/// An entry only the marker holds: a folder or a symbolic link (no content on the remote).
+public struct TreeEntry: Sendable, Equatable, Codable {
+    public var path: String
+    /// `.folder` or `.symlink`.
+    public var kind: EntryKind
+    public var metadata: EntryMetadata
+
+    public init(path: String, kind: EntryKind, metadata: EntryMetadata) {
+        self.path = path
+        self.kind = kind
+        self.metadata = metadata
     }
 }

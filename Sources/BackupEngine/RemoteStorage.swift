@@ -81,6 +81,11 @@ public protocol RemoteStorage: Sendable {
     /// the gate, the hold check and the guards, before the run's first write. A provider never
     /// removes what a live writer elsewhere may still be using (an age threshold).
     func sweepTemporaries() async throws -> Int
+    /// Sets `metadata` (mode, times, owner where permitted) on the remote's copy of `path`,
+    /// whose content is unchanged, and returns the file as listed now (its id may change), or
+    /// nil where the provider keeps no metadata on its files (WebDAV, S3: the marker is then
+    /// the only record). A failure is never fatal: the marker carries the metadata anyway.
+    func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile?
 }
 
 /// A download whose body was not the size the listing gave: the remote's data failed a check.
@@ -117,6 +122,7 @@ extension RemoteStorage {
     public func flush() async throws {}
     public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { false }
     public func sweepTemporaries() async throws -> Int { 0 }
+    public func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? { nil }
     /// Providers that keep nothing on the remote for their identity: the same as `identityKey()`.
     public func ensureIdentityKey() async throws -> String? { try await identityKey() }
 }

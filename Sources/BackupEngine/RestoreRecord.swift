@@ -30,7 +30,7 @@ public struct RecordedFile: Sendable, Equatable {
 
 /// The persistent record of one restore.
 public final class RestoreRecord: Sendable {
-    public static let formatVersion: Int64 = 2
+    public static let formatVersion: Int64 = 3
 
     public let path: String
     private let connection: LockedConnection
@@ -54,6 +54,10 @@ public final class RestoreRecord: Sendable {
                     status INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT
                 );
                 """)
+            // Format 3: each file's mode, times and owner, and the file it is a hard link of.
+            if version < 3 {
+                try db.exec("ALTER TABLE restore_files ADD COLUMN meta TEXT; ALTER TABLE restore_files ADD COLUMN link_to TEXT;")
+            }
         })
     }
 
@@ -67,6 +71,7 @@ public final class RestoreRecord: Sendable {
     /// the planner deduplicates, and the record keeps it so.
     public func begin(_ plan: RestorePlan) throws {
         let source = try JSONEncoder().encode(plan.source)
+        let tree = try JSONEncoder().encode(plan.tree)
         var seen = Set<String>()
         for file in plan.files where !seen.insert(file.placePath).inserted {
             throw StateStoreError(.corrupt, path: path, "the restore plan places two files at \(String(reflecting: file.placePath)); nothing was recorded")
@@ -76,13 +81,15 @@ public final class RestoreRecord: Sendable {
                 try db.exec("DELETE FROM restore_files; DELETE FROM restore_meta;")
                 try db.run("INSERT INTO restore_meta (key, value) VALUES ('source', ?1)", [.text(String(decoding: source, as: UTF8.self))])
                 try db.run("INSERT INTO restore_meta (key, value) VALUES ('target', ?1)", [.text(plan.target)])
+                try db.run("INSERT INTO restore_meta (key, value) VALUES ('tree', ?1)", [.text(String(decoding: tree, as: UTF8.self))])
                 for (index, file) in plan.files.enumerated() {
                     try db.run(
-                        "INSERT INTO restore_files (idx, remote_path, place_path, required, grp, sha256, size) "
-                            + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        "INSERT INTO restore_files (idx, remote_path, place_path, required, grp, sha256, size, meta, link_to) "
+                            + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                         [
                             .int(Int64(index)), .text(file.remotePath), .text(file.placePath), .int(file.required ? 1 : 0),
                             SQLValue(file.group), SQLValue(file.sha256), file.size.map { .int($0) } ?? .null,
+                            SQLValue(file.metadata?.recordText), SQLValue(file.hardLinkTo),
                         ])
                 }
             }
@@ -111,12 +118,13 @@ public final class RestoreRecord: Sendable {
         try withDB { db in
             var result: [RecordedFile] = []
             try db.run(
-                "SELECT idx, remote_path, place_path, required, grp, sha256, size, status, attempts, last_error "
+                "SELECT idx, remote_path, place_path, required, grp, sha256, size, status, attempts, last_error, meta, link_to "
                     + "FROM restore_files ORDER BY idx"
             ) { row in
                 let file = RestoreFile(
                     remotePath: row.text(1) ?? "", placePath: row.text(2) ?? "", required: row.int(3) != 0,
-                    group: row.text(4), sha256: row.text(5), size: row.isNull(6) ? nil : row.int(6))
+                    group: row.text(4), sha256: row.text(5), size: row.isNull(6) ? nil : row.int(6),
+                    metadata: row.text(10).flatMap(EntryMetadata.init(recordText:)), hardLinkTo: row.text(11))
                 result.append(RecordedFile(
                     index: Int(row.int(0)), file: file, status: RestoreFileStatus(rawValue: row.int(7)) ?? .pending,
                     attempts: Int(row.int(8)), lastError: row.text(9)))
@@ -128,7 +136,19 @@ public final class RestoreRecord: Sendable {
     /// The recorded plan, or nil when the record holds none.
     public func plan() throws -> RestorePlan? {
         guard let source = try source() else { return nil }
-        return RestorePlan(source: source, target: try target() ?? "", files: try files().map(\.file))
+        return RestorePlan(source: source, target: try target() ?? "", files: try files().map(\.file), tree: try tree())
+    }
+
+    /// The folders and symbolic links of the recorded plan (none for a record without them).
+    public func tree() throws -> [TreeEntry] {
+        guard let text = try withDB({ db in try db.scalarText("SELECT value FROM restore_meta WHERE key = 'tree'") }) else {
+            return []
+        }
+        do {
+            return try JSONDecoder().decode([TreeEntry].self, from: Data(text.utf8))
+        } catch {
+            throw StateStoreError(.corrupt, path: path, "the restore record \(path) is damaged (its folders and links cannot be read). \(RestoreRecord.kind.startOver)")
+        }
     }
 
     /// Sets the status of files (one transaction).

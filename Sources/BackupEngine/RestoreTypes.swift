@@ -32,10 +32,16 @@ public struct RestoreFile: Sendable, Equatable, Codable {
     public var sha256: String?
     /// The size the remote listed, when known; a body of another size is refused.
     public var size: Int64?
+    /// The mode, times and owner the marker records, set on the file as it is placed; nil
+    /// for a backup whose marker records none (the file gets the defaults of a new file).
+    public var metadata: EntryMetadata?
+    /// The place path of the file this one is a hard link of: once both are placed, this
+    /// one becomes a link of it (the pair then shares an inode).
+    public var hardLinkTo: String?
 
     public init(
         remotePath: String, placePath: String? = nil, required: Bool = false, group: String? = nil,
-        sha256: String? = nil, size: Int64? = nil
+        sha256: String? = nil, size: Int64? = nil, metadata: EntryMetadata? = nil, hardLinkTo: String? = nil
     ) {
         self.remotePath = remotePath
         self.placePath = placePath ?? remotePath
@@ -43,6 +49,8 @@ public struct RestoreFile: Sendable, Equatable, Codable {
         self.group = group
         self.sha256 = sha256
         self.size = size
+        self.metadata = metadata
+        self.hardLinkTo = hardLinkTo
     }
 }
 
@@ -53,11 +61,15 @@ public struct RestorePlan: Sendable, Equatable {
     /// The target folder (absolute), stored once in the record so a resume continues there.
     public var target: String
     public var files: [RestoreFile]
+    /// Folders and symbolic links (paths are place paths), made once every file is placed:
+    /// links after the files, folders' modes and times last, deepest first.
+    public var tree: [TreeEntry]
 
-    public init(source: SourceRef, target: String = "", files: [RestoreFile]) {
+    public init(source: SourceRef, target: String = "", files: [RestoreFile], tree: [TreeEntry] = []) {
         self.source = source
         self.target = target
         self.files = files
+        self.tree = tree
     }
 }
 

@@ -18,13 +18,20 @@ public struct StateEntry: Sendable, Equatable {
     /// The local modification time (ns) a size-compared file had when it was uploaded, or
     /// when it was first found unchanged after an adoption; nil when none is recorded.
     public var mtimeNanoseconds: Int64?
+    /// The mode, times and owner the marker records for the file: the local file's when it
+    /// was uploaded, or when a change of them alone was recorded; nil when none is (an
+    /// adopted file, or a state written before they were kept).
+    public var metadata: EntryMetadata?
 
-    public init(path: String, size: Int64, hash: String?, remoteId: String?, mtimeNanoseconds: Int64? = nil) {
+    public init(
+        path: String, size: Int64, hash: String?, remoteId: String?, mtimeNanoseconds: Int64? = nil, metadata: EntryMetadata? = nil
+    ) {
         self.path = path
         self.size = size
         self.hash = hash
         self.remoteId = remoteId
         self.mtimeNanoseconds = mtimeNanoseconds
+        self.metadata = metadata
     }
 }
 
@@ -53,7 +60,7 @@ public struct Fingerprint: Sendable, Equatable {
 /// The persistent state of one profile's sync, shared by the engine and `backup hold`.
 public final class StateStore: Sendable {
     /// The newest format this build reads and writes (SQLite's user_version).
-    public static let formatVersion: Int64 = 3
+    public static let formatVersion: Int64 = 4
 
     public let path: String
     private let connection: LockedConnection
@@ -89,6 +96,15 @@ public final class StateStore: Sendable {
                     CREATE TABLE IF NOT EXISTS restore_pending (path TEXT PRIMARY KEY) WITHOUT ROWID;
                     """)
             }
+            if from < 4 {
+                // The mode, times and owner the marker records per file (all four or none).
+                try db.exec("""
+                    ALTER TABLE entries ADD COLUMN meta_mode INTEGER;
+                    ALTER TABLE entries ADD COLUMN meta_mtime INTEGER;
+                    ALTER TABLE entries ADD COLUMN meta_uid INTEGER;
+                    ALTER TABLE entries ADD COLUMN meta_gid INTEGER;
+                    """)
+            }
         })
     }
 
@@ -107,9 +123,9 @@ public final class StateStore: Sendable {
     public func entries() throws -> [String: StateEntry] {
         try withDB { db in
             var result: [String: StateEntry] = [:]
-            try db.run("SELECT path, size, hash, remote_id, mtime_ns FROM entries") { row in
-                let path = row.text(0) ?? ""
-                result[path] = StateEntry(path: path, size: row.int(1), hash: row.text(2), remoteId: row.text(3), mtimeNanoseconds: row.optionalInt(4))
+            try db.run("SELECT \(Self.entryColumns) FROM entries") { row in
+                let entry = Self.entry(row)
+                result[entry.path] = entry
             }
             return result
         }
@@ -119,21 +135,51 @@ public final class StateStore: Sendable {
     public func sortedEntries() throws -> [StateEntry] {
         try withDB { db in
             var result: [StateEntry] = []
-            try db.run("SELECT path, size, hash, remote_id, mtime_ns FROM entries ORDER BY path") { row in
-                result.append(StateEntry(
-                    path: row.text(0) ?? "", size: row.int(1), hash: row.text(2), remoteId: row.text(3), mtimeNanoseconds: row.optionalInt(4)))
-            }
+            try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in result.append(Self.entry(row)) }
             return result
         }
     }
 
+    private static let entryColumns = "path, size, hash, remote_id, mtime_ns, meta_mode, meta_mtime, meta_uid, meta_gid"
+
+    private static func entry(_ row: Row) -> StateEntry {
+        var metadata: EntryMetadata?
+        if let mode = row.optionalInt(5), let mtime = row.optionalInt(6), let uid = row.optionalInt(7), let gid = row.optionalInt(8) {
+            metadata = EntryMetadata(mode: UInt32(truncatingIfNeeded: mode), mtimeNanoseconds: mtime,
+                                     uid: UInt32(truncatingIfNeeded: uid), gid: UInt32(truncatingIfNeeded: gid))
+        }
+        return StateEntry(path: row.text(0) ?? "", size: row.int(1), hash: row.text(2), remoteId: row.text(3),
+                          mtimeNanoseconds: row.optionalInt(4), metadata: metadata)
+    }
+
+    private static func values(_ entry: StateEntry) -> [SQLValue] {
+        let meta = entry.metadata
+        return [.text(entry.path), .int(entry.size), SQLValue(entry.hash), SQLValue(entry.remoteId), SQLValue(entry.mtimeNanoseconds),
+                SQLValue(meta.map { Int64($0.mode) }), SQLValue(meta?.mtimeNanoseconds), SQLValue(meta.map { Int64($0.uid) }),
+                SQLValue(meta.map { Int64($0.gid) })]
+    }
+
+    private static let insertEntry = "INSERT OR REPLACE INTO entries (\(entryColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+
     /// Records one uploaded file (its own transaction).
     public func put(_ entry: StateEntry) throws {
+        try withDB { db in try db.run(Self.insertEntry, Self.values(entry)) }
+    }
+
+    /// Records files whose mode, times or owner changed while their content did not (one
+    /// transaction): the remote keeps its bytes, the marker takes the new metadata; a remote
+    /// id is replaced where given (the provider set the metadata on its copy too).
+    public func updateMetadata(_ changes: [(path: String, metadata: EntryMetadata, remoteId: String?)]) throws {
+        guard !changes.isEmpty else { return }
         try withDB { db in
-            try db.run(
-                "INSERT INTO entries (path, size, hash, remote_id, mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5) "
-                    + "ON CONFLICT(path) DO UPDATE SET size = ?2, hash = ?3, remote_id = ?4, mtime_ns = ?5",
-                [.text(entry.path), .int(entry.size), SQLValue(entry.hash), SQLValue(entry.remoteId), SQLValue(entry.mtimeNanoseconds)])
+            try db.transaction {
+                for change in changes {
+                    try db.run(
+                        "UPDATE entries SET meta_mode = ?2, meta_mtime = ?3, meta_uid = ?4, meta_gid = ?5, remote_id = COALESCE(?6, remote_id) WHERE path = ?1",
+                        [.text(change.path), .int(Int64(change.metadata.mode)), .int(change.metadata.mtimeNanoseconds),
+                         .int(Int64(change.metadata.uid)), .int(Int64(change.metadata.gid)), SQLValue(change.remoteId)])
+                }
+            }
         }
     }
 
@@ -144,9 +190,7 @@ public final class StateStore: Sendable {
         try withDB { db in
             var found: StateEntry?
             try db.transaction {
-                try db.run("SELECT path, size, hash, remote_id FROM entries WHERE path = ?1", [.text(path)]) { row in
-                    found = StateEntry(path: row.text(0) ?? "", size: row.int(1), hash: row.text(2), remoteId: row.text(3))
-                }
+                try db.run("SELECT \(Self.entryColumns) FROM entries WHERE path = ?1", [.text(path)]) { row in found = Self.entry(row) }
                 if found != nil { try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
             }
             return found
@@ -165,11 +209,7 @@ public final class StateStore: Sendable {
         try withDB { db in
             try db.transaction {
                 for path in drop { try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
-                for entry in adopt {
-                    try db.run(
-                        "INSERT OR REPLACE INTO entries (path, size, hash, remote_id, mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
-                        [.text(entry.path), .int(entry.size), SQLValue(entry.hash), SQLValue(entry.remoteId), SQLValue(entry.mtimeNanoseconds)])
-                }
+                for entry in adopt { try db.run(Self.insertEntry, Self.values(entry)) }
             }
         }
     }

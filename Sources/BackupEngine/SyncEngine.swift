@@ -153,9 +153,25 @@ public final class SyncEngine: Sendable {
             onProgress(done, total)
         }
 
+        // Mode, times or owner changed alone: recorded (the marker below carries them), and set
+        // on the remote's copy where the provider can; the stale flag first, so a run stopped
+        // before its marker leaves the next one to write it.
+        if !plan.metadataChanges.isEmpty {
+            if let stop = try checkBeforeWrite() { return stop }
+            try state.setMeta(Self.markerStaleKey, "1")
+            var changes: [(path: String, metadata: EntryMetadata, remoteId: String?)] = []
+            for entry in plan.metadataChanges {
+                guard let metadata = entry.metadata else { continue }
+                let applied = try? await storage.applyMetadata(entry.path, metadata)
+                changes.append((entry.path, metadata, applied?.remoteId))
+                report.metadataUpdated.append(entry.path)
+            }
+            try state.updateMetadata(changes)
+        }
+
         // A run whose planned uploads were all skipped leaves the marker as it is: it already
         // describes what the remote holds.
-        if markerNeeded && (plan.markerMissing || plan.markerTakenOver || !report.uploaded.isEmpty) {
+        if markerNeeded && (plan.markerMissing || plan.markerTakenOver || plan.markerStale || !report.uploaded.isEmpty) {
             if let stop = try checkBeforeWrite() { return stop }
             // The marker describes what the remote holds now: the state, which recorded every
             // upload as it landed (every upload in flight has finished by now). A marker that
@@ -177,6 +193,8 @@ public final class SyncEngine: Sendable {
                 if providerKey == nil { try state.setIdentity(file.remoteId ?? "") }
                 // The writer guard knows its own marker by this and does not read it back.
                 try state.setMeta(Self.ownMarkerKey, file.remoteId.map { "\(file.size) \($0)" })
+                if let digest = snapshot.treeDigest { try state.setMeta(Self.treeDigestKey, digest) }
+                try state.setMeta(Self.markerStaleKey, nil)
             } catch let error as StateStoreError {
                 throw error
             } catch {
@@ -222,7 +240,19 @@ public final class SyncEngine: Sendable {
         var kept: Int
         /// Size-compared entries found unchanged whose state entry has no mtime yet.
         var recordTimes: [(path: String, mtimeNanoseconds: Int64)]
+        /// Files whose content is unchanged but whose mode, times or owner differ from the
+        /// state's record: the marker is rewritten, nothing uploaded.
+        var metadataChanges: [SyncEntry]
+        /// Whether the marker must be written though no file's content changed: metadata
+        /// changes, a new tree digest, or a run that recorded metadata and stopped before its marker.
+        var markerStale: Bool
     }
+
+    /// The state's record of `SyncSnapshot.treeDigest` of the marker written last.
+    static let treeDigestKey = "treeDigest"
+    /// Set while metadata changes are recorded in the state and the marker carrying them is
+    /// not written yet: the next run writes it.
+    static let markerStaleKey = "markerStale"
 
     /// The state's record of the marker this engine wrote last: "<size> <remote id>".
     static let ownMarkerKey = "ownMarker"
@@ -330,6 +360,7 @@ public final class SyncEngine: Sendable {
         var unchanged = 0
         var kept = 0
         var recordTimes: [(path: String, mtimeNanoseconds: Int64)] = []
+        var metadataChanges: [SyncEntry] = []
         var n = 0
         var i = 0
         while n < known.count || i < local.count {
@@ -354,6 +385,7 @@ public final class SyncEngine: Sendable {
             let changed = entry.hash.map { match?.hash != $0 } ?? (match == nil || match?.size != entry.size
                 || (entry.mtimeNanoseconds != nil && match?.mtimeNanoseconds != nil && match?.mtimeNanoseconds != entry.mtimeNanoseconds))
             if changed { uploadIndices.append(index) } else { unchanged += 1 }
+            if !changed, let metadata = entry.metadata, match?.metadata != metadata { metadataChanges.append(entry) }
             if !changed, entry.hash == nil, let mtime = entry.mtimeNanoseconds, match?.mtimeNanoseconds == nil {
                 recordTimes.append((entry.path, mtime))
             }
@@ -388,12 +420,15 @@ public final class SyncEngine: Sendable {
                 refusal = .shrinkSuspected(deletes: deletes.count, known: count)
             }
         }
+        let staleFlag = try state.meta(Self.markerStaleKey) != nil
+        let writtenDigest = change == .reset ? nil : try state.meta(Self.treeDigestKey)
+        let markerStale = !metadataChanges.isEmpty || staleFlag || (snapshot.treeDigest != nil && snapshot.treeDigest != writtenDigest)
         return Plan(
             identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
             uploads: uploads, deletes: deletes,
-            markerNeeded: !uploads.isEmpty || remoteMarker == nil || writer == .takenOver,
+            markerNeeded: !uploads.isEmpty || remoteMarker == nil || writer == .takenOver || markerStale,
             markerMissing: remoteMarker == nil, markerTakenOver: writer == .takenOver, unchanged: unchanged, kept: kept,
-            recordTimes: recordTimes)
+            recordTimes: recordTimes, metadataChanges: metadataChanges, markerStale: markerStale)
     }
 
     private enum Beginning {
@@ -476,7 +511,8 @@ public final class SyncEngine: Sendable {
                 switch result {
                 case .success(let file):
                     try state.put(StateEntry(
-                        path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId, mtimeNanoseconds: entry.mtimeNanoseconds))
+                        path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId, mtimeNanoseconds: entry.mtimeNanoseconds,
+                        metadata: entry.metadata))
                     report.uploaded.append(entry.path)
                     report.uploadedBytes += file.size
                 case .failure(let error as LocalFileError):

@@ -26,13 +26,23 @@ public struct SyncEntry: Sendable, Equatable {
     /// The local modification time (ns) of a size-compared entry: it uploads when this
     /// differs from the one the state recorded at upload (nil: compared by size alone).
     public var mtimeNanoseconds: Int64?
+    /// `.file`, or `.hardLink` for a second name of a file met earlier in the scan.
+    public var kind: EntryKind
+    /// The file's mode, times and owner as scanned; nil where unknown (an absent entry).
+    /// A change of it alone uploads nothing: the state records it, and the marker carries it.
+    public var metadata: EntryMetadata?
 
-    public init(path: String, size: Int64, hash: String?, source: SyncSource, mtimeNanoseconds: Int64? = nil) {
+    public init(
+        path: String, size: Int64, hash: String?, source: SyncSource, mtimeNanoseconds: Int64? = nil,
+        kind: EntryKind = .file, metadata: EntryMetadata? = nil
+    ) {
         self.path = path
         self.size = size
         self.hash = hash
         self.source = source
         self.mtimeNanoseconds = mtimeNanoseconds
+        self.kind = kind
+        self.metadata = metadata
     }
 
     /// An entry that exists but must not be touched on the remote this run.
@@ -65,6 +75,10 @@ public struct SyncSnapshot: Sendable {
     public var allowMissingRemote: Bool
     /// The writer guard's input; nil: the marker's writer is not checked.
     public var writer: WriterCheck?
+    /// A digest of what the marker holds besides the files' own records (folders, symbolic
+    /// links, which names are hard links): when it differs from the one of the marker written
+    /// last, the marker is written again though no file changed. Nil: not compared.
+    public var treeDigest: String?
 
     public init(
         entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,
@@ -218,6 +232,9 @@ public struct SyncReport: Sendable, Equatable {
     public var markerUploaded: Bool = false
     /// Remote files the snapshot lacks that were kept (`SyncSnapshot.keep`).
     public var kept: Int = 0
+    /// Files whose mode, times or owner changed while their content did not: recorded in the
+    /// marker (and applied to the remote's copy where the provider can), never uploaded.
+    public var metadataUpdated: [String] = []
 
     public init() {}
 }

@@ -287,6 +287,32 @@ public struct FolderStorage: RemoteStorage {
         }
     }
 
+    /// Sets the mode, modification time and (as root) owner of the remote copy of `path`,
+    /// whose content did not change, as `writeFile` gives a new copy its source's; returns it
+    /// as listed now (its id holds the new mtime, so the next run does not upload it again).
+    public func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
+        try refuseWrite(path)
+        let parts = try Self.components(of: path)
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let (fd, size) = try openForReading(parts, under: rootFD)
+            defer { close(fd) }
+            var source = stat()
+            guard fstat(fd, &source) == 0 else { throw SystemCallFailure(code: errno, operation: "reading", path: diskPath(parts)) }
+            source.st_mode = (source.st_mode & S_IFMT) | mode_t(metadata.mode)
+            source.st_uid = uid_t(metadata.uid)
+            source.st_gid = gid_t(metadata.gid)
+            let seconds = metadata.mtimeNanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+            let (sec, nsec) = seconds.remainder < 0 ? (seconds.quotient - 1, seconds.remainder + 1_000_000_000) : seconds
+            source.st_mtim = timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))
+            try Self.applyMetadata(of: source, to: fd, displayPath: diskPath(parts))
+            var now = stat()
+            guard fstat(fd, &now) == 0 else { throw SystemCallFailure(code: errno, operation: "reading", path: diskPath(parts)) }
+            return RemoteFile(path: path, size: size, remoteId: Self.remoteId(now))
+        }
+    }
+
     /// Makes every completed write durable with one `syncfs` of the root's filesystem.
     public func flush() async throws {
         try mapped {

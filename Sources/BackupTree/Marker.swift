@@ -244,15 +244,16 @@ public struct Marker: Sendable, Equatable {
             }
         }
         if entries.isEmpty {
-            try appendHashLines(to: &out)
+            try Self.appendHashLines(hashes, to: &out)
         } else {
-            try appendEntryLines(to: &out)
+            let withoutEntry = try appendEntryLines(to: &out)
+            if !withoutEntry.isEmpty { try Self.appendHashLines(withoutEntry, to: &out) }
         }
         return out
     }
 
     /// The H lines of formats 1 and 2.
-    private func appendHashLines(to out: inout [UInt8]) throws(MarkerError) {
+    private static func appendHashLines(_ hashes: [String: String], to out: inout [UInt8]) throws(MarkerError) {
         // Sorted by UTF-8 bytes, not String's `<`, whose order follows Unicode normalization
         // (and so the stdlib's Unicode version). All paths go into one buffer and the sort moves
         // plain offsets: no allocation per path and no reference counting while sorting.
@@ -285,18 +286,27 @@ public struct Marker: Sendable, Equatable {
             out.append(space)
             out.append(contentsOf: hashBytes)
             out.append(space)
-            Self.appendEscaped(pathBytes, to: &out)
+            appendEscaped(pathBytes, to: &out)
             out.append(newline)
         }
     }
 
     /// The F, K, L, D and T lines of format 3.
-    private func appendEntryLines(to out: inout [UInt8]) throws(MarkerError) {
-        for path in hashes.keys {
-            guard let entry = entries[path], entry.kind.hasContent else {
-                throw .invalidContent("path \(quoted(path)) has a hash but no file or hard link entry")
+    /// Returns the hashes that have no entry, for H lines after the entries.
+    private func appendEntryLines(to out: inout [UInt8]) throws(MarkerError) -> [String: String] {
+        // A hash whose file has no entry (the state knows no metadata of it: a file kept on
+        // the remote that this machine does not have) is an H line after the entries.
+        var withoutEntry: [String: String] = [:]
+        for (path, hash) in hashes {
+            guard let entry = entries[path] else {
+                withoutEntry[path] = hash
+                continue
+            }
+            guard entry.kind.hasContent else {
+                throw .invalidContent("path \(quoted(path)) has a hash but is a folder or a symbolic link")
             }
         }
+
         // One sequence for every kind, sorted as the H lines are (see there).
         var blob: [UInt8] = []
         blob.reserveCapacity(entries.count * 64)
@@ -366,6 +376,7 @@ public struct Marker: Sendable, Equatable {
             Self.appendEscaped(linkTarget, to: &out)
             out.append(newline)
         }
+        return withoutEntry
     }
 
     /// "<mode> <mtime> <uid> <gid> <user> <group> ", the trailing space included.
@@ -522,7 +533,8 @@ public struct Marker: Sendable, Equatable {
                 }
             case UInt8(ascii: "T") where version >= 3:
                 throw fail("a T record not directly after a K or L record")
-            case UInt8(ascii: "H") where version <= 2:
+            case UInt8(ascii: "H"):
+                // In format 3, the hashes of files without an entry, after the entries.
                 inBody = true
                 guard line.count >= 67, line[66] == space else { throw fail("unreadable hash record") }
                 let hex = UnsafeBufferPointer(rebasing: line[2..<66])
@@ -536,7 +548,7 @@ public struct Marker: Sendable, Equatable {
                 guard let pathString = String(validating: path, as: UTF8.self) else {
                     throw fail("path is not valid UTF-8")
                 }
-                if hashes.updateValue(String(decoding: hex, as: UTF8.self), forKey: pathString) != nil {
+                if hashes.updateValue(String(decoding: hex, as: UTF8.self), forKey: pathString) != nil || entries[pathString] != nil {
                     throw fail("path \(quoted(pathString)) is listed twice")
                 }
             case UInt8(ascii: "W") where version >= 2:

@@ -76,9 +76,12 @@ public enum RestorePlanner {
                 refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it with a negative size (\(file.size))"))
                 continue
             }
+            let entry = marker.entries[file.path]
+            var hardLinkTo: String?
+            if case .hardLink(let first)? = entry?.kind { hardLinkTo = first }
             byGroup[name, default: []].append(RestoreFile(
                 remotePath: file.path, placePath: file.path, required: group?.required ?? false, group: name,
-                sha256: marker.hashes[file.path], size: file.size))
+                sha256: marker.hashes[file.path], size: file.size, metadata: entry?.metadata, hardLinkTo: hardLinkTo))
         }
         let ordered = marker.groups.enumerated().sorted { a, b in
             if a.element.required != b.element.required { return a.element.required }
@@ -91,8 +94,56 @@ public enum RestorePlanner {
             guard let group = byGroup[name] else { continue }
             planned += group.sorted { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
         }
+        // A hard link is made only to a file this restore places.
+        let placed = Set(planned.map(\.placePath))
+        for index in planned.indices where planned[index].hardLinkTo.map({ !placed.contains($0) }) ?? false {
+            planned[index].hardLinkTo = nil
+        }
+        let tree = treeEntries(marker, files: planned, target: target, only: only, refused: &refused)
         refused.sort { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
-        return PlannedRestore(plan: RestorePlan(source: source, target: target.root, files: planned), refused: refused)
+        return PlannedRestore(plan: RestorePlan(source: source, target: target.root, files: planned, tree: tree), refused: refused)
+    }
+
+    /// The marker's folders and symbolic links to make, sorted by path: each checked as a
+    /// file's path is, and a link refused where a file or folder of the restore lies below it
+    /// (making it would put them behind the link; a link's target is never a path inside the
+    /// target, it is only ever created).
+    static func treeEntries(
+        _ marker: Marker, files: [RestoreFile], target: RestoreTarget, only: Set<String>?, refused: inout [RefusedPath]
+    ) -> [TreeEntry] {
+        var tree: [TreeEntry] = []
+        for (path, entry) in marker.entries {
+            switch entry.kind {
+            case .folder, .symlink: break
+            case .file, .hardLink: continue
+            }
+            if let only, !only.contains(marker.group(for: path)?.name ?? otherFilesGroup) { continue }
+            do throws(RefusedPath) {
+                try target.check(path)
+            } catch {
+                refused.append(error)
+                continue
+            }
+            tree.append(TreeEntry(path: path, kind: entry.kind, metadata: entry.metadata))
+        }
+        // Every folder that holds something of the restore: a link may not stand there.
+        var holders = Set<String>()
+        func addParents(_ path: String) {
+            var parts = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+            while !parts.isEmpty {
+                guard holders.insert(parts.joined(separator: "/")).inserted else { return }
+                parts = parts.dropLast()
+            }
+        }
+        for file in files { addParents(file.placePath) }
+        for entry in tree { addParents(entry.path) }
+        tree.removeAll { entry in
+            guard case .symlink = entry.kind, holders.contains(entry.path) else { return false }
+            refused.append(RefusedPath(remotePath: entry.path, reason: "it is a symbolic link, and files of the backup lie below it; "
+                + "making it would put them behind a link"))
+            return true
+        }
+        return tree.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
     }
 }
 

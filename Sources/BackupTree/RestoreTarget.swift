@@ -38,6 +38,8 @@ public struct RestoreTarget: RestoreStaging {
 
     /// The target folder.
     public let root: String
+    /// What setting modes, times, owners and links could not do (shared by copies).
+    public let treeNotes = TreeRestoreNotes()
 
     public init(root: String) {
         var trimmed = Substring(root)
@@ -315,6 +317,7 @@ public struct RestoreTarget: RestoreStaging {
             defer { staging.forEach { close($0) } }
             let from = staging.last ?? rootFD
             let to = target.last ?? rootFD
+            applyFileMetadata(file, folderFD: from, name: name)
             if FileName.withCString(name, { renameat(from, $0, to, $0) }) != 0 {
                 let code = errno
                 throw LocalFileError(path: finalPath, message: "cannot place \(finalPath): \(String(cString: strerror(code)))")
@@ -322,7 +325,7 @@ public struct RestoreTarget: RestoreStaging {
         }
     }
 
-    private func openRoot() throws -> Int32 {
+    func openRoot() throws -> Int32 {
         let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw LocalFileError(errno: errno, reading: root) }
         return fd

@@ -133,8 +133,9 @@ public struct ScanResult: Sendable {
     public var removedFingerprints: [String]
     /// What was skipped or could not be read, in walk order, then in hashing order.
     public var notes: [ScanNote]
-    /// The relative paths of the symbolic links that were skipped (never followed).
-    public var symlinkPaths: [String]
+    /// The folders (with their mode, times and owner; the root excluded) and symbolic links
+    /// (with their target, never followed), sorted by path: what only the marker holds.
+    public var treeEntries: [TreeEntry]
     /// Readable regular files listed.
     public var files: Int
     /// Their total size.
@@ -144,8 +145,12 @@ public struct ScanResult: Sendable {
     /// Bytes read while hashing.
     public var hashedBytes: Int64
 
-    /// How many symbolic links were skipped.
-    public var symlinksSkipped: Int { symlinkPaths.count }
+    /// How many symbolic links were found (backed up as links, in the marker).
+    public var symlinks: Int {
+        treeEntries.reduce(0) { count, entry in
+            if case .symlink = entry.kind { count + 1 } else { count }
+        }
+    }
 
     /// The folders that could not be opened or listed. Each is an `.absent` entry, and so is
     /// every file below it the cache knew; files below it the cache did not know (size-compared
@@ -219,8 +224,9 @@ struct ScanFileSystem: Sendable {
 
 /// Scans a source folder into snapshot entries.
 ///
-/// Only regular files are listed. Symbolic links are never followed nor backed up (counted
-/// in `symlinkPaths`); FIFOs, sockets and devices are skipped with a note. A folder that cannot
+/// Regular files are listed with their mode, times and owner, a second name of a file with
+/// more than one link as a `.hardLink` to the first; folders and symbolic links (read, never
+/// followed) go to `treeEntries`; FIFOs, sockets and devices are skipped with a note. A folder that cannot
 /// be opened, or a file that cannot be read, becomes an `.absent` entry (with the cache's size
 /// and hash when known) and a note: a permission problem never deletes a remote copy. A
 /// hash-compared file is read only when its (size, mtime, inode) differs from the cache.

@@ -18,15 +18,17 @@ import Darwin
 /// What one folder holds, in path order, as its lister saw it.
 enum WalkItem: Sendable {
     /// A regular file: its entry (hash filled in from the cache, or nil), the job that reads
-    /// it when the cache did not match, and whether the cache knew its path.
-    case file(SyncEntry, job: HashJob?, cached: Bool)
+    /// it when the cache did not match, whether the cache knew its path, and its dev:inode
+    /// when it has more than one name.
+    case file(SyncEntry, job: HashJob?, cached: Bool, identity: FileIdentity?)
     /// A subfolder, listed into its own slot.
     case folder(FolderSlot)
     /// A subfolder that could not be opened (errno).
     case unopenableFolder(path: String, code: Int32)
     /// A name whose status cannot be read (errno): a folder with read but no search permission.
     case unstatable(path: String, code: Int32)
-    case symlink(String)
+    /// A symbolic link: its target (FileName's codec) and its own times and owner.
+    case symlink(path: String, target: String, metadata: EntryMetadata)
     /// A FIFO, socket or device, described.
     case special(path: String, what: String)
 }
@@ -41,9 +43,15 @@ final class FolderSlot: Sendable {
 
     /// The folder's relative path ("" for the root).
     let path: String
+    /// The folder's own mode, times and owner; nil for the root (the restore's target is the
+    /// user's to choose) or where fstat failed.
+    let metadata: EntryMetadata?
     let listing = Mutex<Listing>(.listed([]))
 
-    init(path: String) { self.path = path }
+    init(path: String, metadata: EntryMetadata? = nil) {
+        self.path = path
+        self.metadata = metadata
+    }
 }
 
 /// The walk's fixed inputs and its queue of folders waiting for a thread.
@@ -168,8 +176,8 @@ final class FolderLister: Sendable {
         items.reserveCapacity(children.count)
         for child in children {
             switch child.kind {
-            case .file(let size, let mtime, let inode, let device):
-                items.append(file(child.path, size: size, mtimeNanoseconds: mtime, inode: inode, device: device))
+            case .file(let size, let inode, let device, let links, let metadata):
+                items.append(file(child.path, size: size, inode: inode, device: device, links: links, metadata: metadata))
             case .folder:
                 if folderExclusion.excludesEverything(below: child.path) { continue }
                 let childFD = FileName.withCString(child.name) { fileSystem.openFolder(folderFD, $0, child.path) }
@@ -181,13 +189,14 @@ final class FolderLister: Sendable {
                     }
                     continue
                 }
-                let childSlot = FolderSlot(path: child.path)
+                var status = stat()
+                let childSlot = FolderSlot(path: child.path, metadata: fstat(childFD, &status) == 0 ? entryMetadata(status) : nil)
                 items.append(.folder(childSlot))
                 if !queueing || !offer(childFD, childSlot) {
                     list(childFD, into: childSlot, queueing: queueing)
                 }
-            case .symlink:
-                items.append(.symlink(child.path))
+            case .symlink(let target, let metadata):
+                items.append(.symlink(path: child.path, target: target, metadata: metadata))
             case .special(let what):
                 items.append(.special(path: child.path, what: what))
             case .unstatable(let code):
@@ -197,21 +206,28 @@ final class FolderLister: Sendable {
         return .listed(items)
     }
 
-    /// A regular file's item: hashed from the cache when its fingerprint matches.
-    private func file(_ path: String, size: Int64, mtimeNanoseconds mtime: Int64, inode: UInt64, device: UInt64) -> WalkItem {
+    /// A regular file's item: hashed from the cache when its fingerprint matches. A file with
+    /// more than one link keeps its dev:inode, for the assembly to find its other names.
+    private func file(
+        _ path: String, size: Int64, inode: UInt64, device: UInt64, links: UInt64, metadata: EntryMetadata
+    ) -> WalkItem {
         let absolute = basePrefix + path
+        let mtime = metadata.mtimeNanoseconds
+        let identity = links > 1 ? FileIdentity(device: device, inode: inode) : nil
         if sizeCompared.matches(path) {
             return .file(
-                SyncEntry(path: path, size: size, hash: nil, source: .file(absolute), mtimeNanoseconds: mtime), job: nil, cached: false)
+                SyncEntry(path: path, size: size, hash: nil, source: .file(absolute), mtimeNanoseconds: mtime, metadata: metadata),
+                job: nil, cached: false, identity: identity)
         }
         let cached = cache[path]
         if let cached, cached.matches(size: size, mtimeNanoseconds: mtime, inode: inode) {
-            return .file(SyncEntry(path: path, size: size, hash: cached.hash, source: .file(absolute)), job: nil, cached: true)
+            return .file(SyncEntry(path: path, size: size, hash: cached.hash, source: .file(absolute), metadata: metadata),
+                         job: nil, cached: true, identity: identity)
         }
         return .file(
-            SyncEntry(path: path, size: size, hash: nil, source: .file(absolute)),
+            SyncEntry(path: path, size: size, hash: nil, source: .file(absolute), metadata: metadata),
             job: HashJob(path: path, size: size, mtimeNanoseconds: mtime, inode: inode, device: device),
-            cached: cached != nil)
+            cached: cached != nil, identity: identity)
     }
 
     /// The child for one directory entry, or nil when it is skipped without a trace.
@@ -235,7 +251,7 @@ final class FolderLister: Sendable {
             // Pruning is decided when the folder's turn comes; no stat is needed for a folder.
             return Child(name: name, path: path, kind: .folder)
         case Int32(DT_LNK):
-            return excludes.matches(path) ? nil : Child(name: name, path: path, kind: .symlink)
+            if excludes.matches(path) { return nil }
         case Int32(DT_FIFO), Int32(DT_SOCK), Int32(DT_CHR), Int32(DT_BLK):
             return excludes.matches(path) ? nil : Child(name: name, path: path, kind: .special(Self.describe(type: type)))
         case Int32(DT_REG):
@@ -261,10 +277,15 @@ final class FolderLister: Sendable {
             return Child(
                 name: name, path: path,
                 kind: .file(
-                    size: Int64(status.st_size), mtimeNanoseconds: mtimeNanoseconds(status), inode: UInt64(status.st_ino),
-                    device: UInt64(status.st_dev)))
+                    size: Int64(status.st_size), inode: UInt64(status.st_ino), device: UInt64(status.st_dev),
+                    links: UInt64(status.st_nlink), metadata: entryMetadata(status)))
         case S_IFLNK:
-            return Child(name: name, path: path, kind: .symlink)
+            guard let target = linkTarget(folderFD, cName, size: Int(status.st_size)) else {
+                let code = errno
+                if code == ENOENT || code == EINVAL { return nil }  // gone, or no longer a link
+                return Child(name: name, path: path, kind: .unstatable(code))
+            }
+            return Child(name: name, path: path, kind: .symlink(target: target, metadata: entryMetadata(status)))
         case S_IFIFO:
             return Child(name: name, path: path, kind: .special(Self.describe(type: UInt8(DT_FIFO))))
         case S_IFSOCK:
@@ -286,12 +307,45 @@ final class FolderLister: Sendable {
     }
 }
 
+/// The text of the link `cName` in `folderFD`, in FileName's codec (byte-exact), read with
+/// readlinkat (never followed); nil with errno set when it cannot be read.
+private func linkTarget(_ folderFD: Int32, _ cName: UnsafePointer<CChar>, size: Int) -> String? {
+    var capacity = max(size, 255) + 1
+    while true {
+        var buffer = [CChar](repeating: 0, count: capacity)
+        let count = buffer.withUnsafeMutableBufferPointer { raw -> Int in
+            guard let base = raw.baseAddress else { return -1 }
+            return readlinkat(folderFD, cName, base, capacity)
+        }
+        if count < 0 { return nil }
+        // A target that filled the buffer may have been cut: read again with more room.
+        if count < capacity { return FileName.string(fromBytes: buffer.prefix(count).map { UInt8(bitPattern: $0) }) }
+        capacity *= 2
+        if capacity > 1 << 20 {
+            errno = ENAMETOOLONG
+            return nil
+        }
+    }
+}
+
+/// The mode, times and owner of `status` (names are looked up when the marker is written).
+func entryMetadata(_ status: stat) -> EntryMetadata {
+    EntryMetadata(mode: UInt32(status.st_mode) & 0o7777, mtimeNanoseconds: mtimeNanoseconds(status),
+                  uid: UInt32(status.st_uid), gid: UInt32(status.st_gid))
+}
+
+/// A file's device and inode: names sharing them are hard links of one file.
+struct FileIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+}
+
 /// One name found in a folder, before it is sorted among its siblings.
 private struct Child {
     enum Kind {
-        case file(size: Int64, mtimeNanoseconds: Int64, inode: UInt64, device: UInt64)
+        case file(size: Int64, inode: UInt64, device: UInt64, links: UInt64, metadata: EntryMetadata)
         case folder
-        case symlink
+        case symlink(target: String, metadata: EntryMetadata)
         case special(String)
         /// Listed but its status cannot be read (a folder with read but no search permission).
         case unstatable(Int32)
@@ -374,7 +428,10 @@ struct ScanAssembly {
     /// Cache paths known to need forgetting: vanished, or changed while being read.
     var forgotten: [String] = []
     var notes: [ScanNote] = []
-    var symlinkPaths: [String] = []
+    /// Folders and symbolic links, in walk order (path order): entries only the marker holds.
+    var treeEntries: [TreeEntry] = []
+    /// The first path met of each file with more than one name.
+    var firstNames: [FileIdentity: String] = [:]
     var hashedFiles = 0
     var hashedBytes: Int64 = 0
     /// Whether an entry was added out of walk order, so the entries need a final sort.
@@ -399,21 +456,29 @@ struct ScanAssembly {
         }
         for item in items {
             switch item {
-            case .file(let entry, let job, let cached):
+            case .file(var entry, let job, let cached, let identity):
                 if cached { cachePathsSeen += 1 }
                 if let job {
                     jobEntries.append(entries.count)
                     jobs.append(job)
                 }
+                if let identity {
+                    if let first = firstNames[identity] {
+                        entry.kind = .hardLink(to: first)
+                    } else {
+                        firstNames[identity] = entry.path
+                    }
+                }
                 entries.append(entry)
             case .folder(let child):
+                if let metadata = child.metadata { treeEntries.append(TreeEntry(path: child.path, kind: .folder, metadata: metadata)) }
                 if let code = add(child) { addUnreadableFolder(child.path, code: code, opening: false) }
             case .unopenableFolder(let path, let code):
                 addUnreadableFolder(path, code: code, opening: true)
             case .unstatable(let path, let code):
                 addUnreadableFile(path, code: code, size: nil)
-            case .symlink(let path):
-                symlinkPaths.append(path)
+            case .symlink(let path, let target, let metadata):
+                treeEntries.append(TreeEntry(path: path, kind: .symlink(target: target), metadata: metadata))
             case .special(let path, let what):
                 notes.append(ScanNote(kind: .specialFile, path: path, message: "skipped \(path): it is \(what), not a regular file"))
             }
@@ -535,6 +600,6 @@ struct ScanAssembly {
         return ScanResult(
             entries: entries, fingerprints: fingerprints, newFingerprints: newFingerprints,
             removedFingerprints: removed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, notes: notes,
-            symlinkPaths: symlinkPaths, files: files, bytes: bytes, hashedFiles: hashedFiles, hashedBytes: hashedBytes)
+            treeEntries: treeEntries, files: files, bytes: bytes, hashedFiles: hashedFiles, hashedBytes: hashedBytes)
     }
 }

@@ -165,10 +165,15 @@ final class RestoreHardeningTests: XCTestCase {
 
     func testAMarkerLargerThanTheBackupCanNeedIsRefusedWithExit5() throws {
         let f = try backedUp([("a.txt", "alpha")])
-        // Valid marker lines, 4 MiB of them once inflated, for a remote of two files.
+        // Valid marker lines, 16 MiB of them once inflated (the limit is 8 MiB and 1 KiB per
+        // listed file), for a remote of two files; each line names its own path, so only the
+        // size can refuse them.
         var lines = Data()
-        let line = Data("H \(String(repeating: "0", count: 64)) x\n".utf8)
-        while lines.count < 4 << 20 { lines.append(line) }
+        var index = 0
+        while lines.count < 16 << 20 {
+            lines.append(Data("H \(String(repeating: "0", count: 64)) x\(String(format: "%09d", index))\n".utf8))
+            index += 1
+        }
         var marker = Data("BKMARK".utf8)
         marker.append(1)
         marker.append(try Zlib.compress(lines))

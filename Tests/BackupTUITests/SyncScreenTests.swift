@@ -21,7 +21,7 @@ final class SyncScreenTests: XCTestCase {
     }
 
     private func summary(_ result: SyncSummary.Result) -> SyncSummary {
-        SyncSummary(profile: "default", result: result, files: 1000, bytes: 4_194_304, hashedFiles: 1000, absent: 0, notes: [], symlinksSkipped: 0)
+        SyncSummary(profile: "default", result: result, files: 1000, bytes: 4_194_304, hashedFiles: 1000, absent: 0, notes: [], symlinks: 0, folders: 0)
     }
 
     func testProgressShowsTheBarBytesRateETAAndTheFileInFlight() throws {

@@ -214,4 +214,7 @@ public final class FaultyStorage: RemoteStorage {
     }
 
     public func sweepTemporaries() async throws -> Int { try await base.sweepTemporaries() }
+    public func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
+        try await base.applyMetadata(path, metadata)
+    }
 }

@@ -48,6 +48,16 @@ final class TreeScannerTests: XCTestCase {
         return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
     }
 
+    /// The entries with their modes, times and owners left out, for tests of what else the
+    /// scan finds (testModesTimesOwnersHardLinksAndEmptyFoldersAreScanned checks those).
+    private func withoutMetadata(_ entries: [SyncEntry]) -> [SyncEntry] {
+        entries.map { entry in
+            var plain = entry
+            plain.metadata = nil
+            return plain
+        }
+    }
+
     private func scan(_ options: ScanOptions = ScanOptions(), cache: [String: Fingerprint] = [:]) throws -> ScanResult {
         try TreeScanner(root: root, options: options).scan(cache: cache)
     }
@@ -95,7 +105,7 @@ final class TreeScannerTests: XCTestCase {
         let result = try scan()
         let expected: [(String, Data)] = [("a.txt", a), ("big.bin", big), ("docs/deep/b.md", b), ("empty", empty)]
         XCTAssertEqual(
-            result.entries,
+            withoutMetadata(result.entries),
             expected.map { SyncEntry(path: $0.0, size: Int64($0.1.count), hash: SHA256Hasher.hex($0.1), source: .file(root + "/" + $0.0)) })
         XCTAssertEqual(result.files, 4)
         XCTAssertEqual(result.bytes, Int64(a.count + b.count + empty.count + big.count))
@@ -280,7 +290,7 @@ final class TreeScannerTests: XCTestCase {
         let result = try scan(
             ScanOptions(sizeCompared: try PatternList(["*.iso"])), fileSystem: denying(files: ["disk.iso"], log: log))
         XCTAssertEqual(
-            result.entries,
+            withoutMetadata(result.entries),
             [
                 SyncEntry(path: "a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8)), source: .file(root + "/a.txt")),
                 SyncEntry(path: "disk.iso", size: 9, hash: nil, source: .file(root + "/disk.iso"), mtimeNanoseconds: try mtime("disk.iso")),
@@ -293,7 +303,7 @@ final class TreeScannerTests: XCTestCase {
 
     // MARK: Links and special files
 
-    func testSymbolicLinksAreSkippedCountedAndNeverFollowed() throws {
+    func testSymbolicLinksAreKeptWithTheirTargetsAndNeverFollowed() throws {
         try put("real.txt", "real")
         try put("folder/inner.txt", "inner")
         try dir.write("outside/secret.txt", Data("secret".utf8))
@@ -301,12 +311,48 @@ final class TreeScannerTests: XCTestCase {
         XCTAssertEqual(symlink("folder", root + "/link-to-folder"), 0)
         XCTAssertEqual(symlink(dir.path("outside"), root + "/folder/link-outside"), 0)
         XCTAssertEqual(symlink("/nonexistent/target", root + "/dangling"), 0)
+        let latin1 = [UInt8]("caf".utf8) + [0xE9]
+        XCTAssertEqual(latin1.map { CChar(bitPattern: $0) }.withUnsafeBufferPointer { buffer in
+            (Array(buffer) + [0]).withUnsafeBufferPointer { symlink($0.baseAddress!, root + "/not-utf8") }
+        }, 0)
 
         let result = try scan()
-        XCTAssertEqual(paths(result), ["folder/inner.txt", "real.txt"])
-        XCTAssertEqual(result.symlinksSkipped, 4)
-        XCTAssertEqual(result.symlinkPaths, ["dangling", "folder/link-outside", "link-to-file", "link-to-folder"])
+        XCTAssertEqual(paths(result), ["folder/inner.txt", "real.txt"], "a link is never read as a file")
+        XCTAssertEqual(result.symlinks, 5)
+        let links = result.treeEntries.compactMap { entry -> String? in
+            if case .symlink(let target) = entry.kind { "\(entry.path) -> \(target)" } else { nil }
+        }
+        XCTAssertEqual(links, [
+            "dangling -> /nonexistent/target", "folder/link-outside -> \(dir.path("outside"))", "link-to-file -> \(root)/real.txt",
+            "link-to-folder -> folder", "not-utf8 -> \(FileName.string(fromBytes: latin1))",
+        ])
+        XCTAssertEqual(result.treeEntries.filter { $0.kind == .folder }.map(\.path), ["folder"])
         XCTAssertTrue(result.notes.isEmpty)
+    }
+
+    func testModesTimesOwnersHardLinksAndEmptyFoldersAreScanned() throws {
+        try put("key", "secret key")
+        try put("pair/one", "shared")
+        chmod(root + "/key", 0o600)
+        XCTAssertEqual(link(root + "/pair/one", root + "/pair/two"), 0)
+        XCTAssertEqual(link(root + "/pair/one", root + "/a-third-name"), 0)
+        try FileManager.default.createDirectory(atPath: root + "/empty", withIntermediateDirectories: true)
+        chmod(root + "/empty", 0o700)
+        let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespec(tv_sec: 981_173_106, tv_nsec: 123_456_789)]
+        XCTAssertEqual(utimensat(AT_FDCWD, root + "/key", times, 0), 0)
+
+        let result = try scan()
+        let byPath = Dictionary(uniqueKeysWithValues: result.entries.map { ($0.path, $0) })
+        XCTAssertEqual(byPath["key"]?.metadata?.mode, 0o600)
+        XCTAssertEqual(byPath["key"]?.metadata?.mtimeNanoseconds, 981_173_106_123_456_789)
+        XCTAssertEqual(byPath["key"]?.metadata?.uid, geteuid())
+        XCTAssertEqual(byPath["key"]?.kind, .file)
+        // The first name in path order is the file; the others are links of it.
+        XCTAssertEqual(byPath["a-third-name"]?.kind, .file)
+        XCTAssertEqual(byPath["pair/one"]?.kind, .hardLink(to: "a-third-name"))
+        XCTAssertEqual(byPath["pair/two"]?.kind, .hardLink(to: "a-third-name"))
+        XCTAssertEqual(result.treeEntries.map(\.path), ["empty", "pair"])
+        XCTAssertEqual(result.treeEntries.first?.metadata.mode, 0o700)
     }
 
     func testAFolderOrFileSwappedForALinkAfterListingIsNotFollowed() throws {
@@ -413,7 +459,7 @@ final class TreeScannerTests: XCTestCase {
         let result = try scan(cache: first.fingerprints, fileSystem: fileSystem)
         let cached = try XCTUnwrap(first.fingerprints["private.txt"])
         XCTAssertEqual(
-            result.entries,
+            withoutMetadata(result.entries),
             [
                 .absent("new-private.txt", size: 10, hash: nil),
                 SyncEntry(path: "ok.txt", size: 4, hash: SHA256Hasher.hex(Data("fine".utf8)), source: .file(root + "/ok.txt")),
@@ -497,7 +543,7 @@ final class TreeScannerTests: XCTestCase {
         let second = try scan(cache: first.fingerprints)
         XCTAssertEqual(second.hashedFiles, 0)
         XCTAssertEqual(second.hashedBytes, 0)
-        XCTAssertEqual(second.entries, first.entries)
+        XCTAssertEqual(withoutMetadata(second.entries), withoutMetadata(first.entries))
         XCTAssertEqual(second.fingerprints, first.fingerprints)
         XCTAssertEqual(second.newFingerprints, [:])
         XCTAssertEqual(second.removedFingerprints, [])
@@ -521,7 +567,7 @@ final class TreeScannerTests: XCTestCase {
         XCTAssertEqual(Array(second.newFingerprints.keys), ["b"])
         XCTAssertEqual(second.newFingerprints["b"]?.mtimeNanoseconds, 1_234_567_000_000_089)
         XCTAssertEqual(second.newFingerprints["b"]?.hash, SHA256Hasher.hex(Data("content of b".utf8)))
-        XCTAssertEqual(second.entries, first.entries)
+        XCTAssertEqual(withoutMetadata(second.entries), withoutMetadata(first.entries))
     }
 
     func testFingerprintsOfFilesNoLongerHashedAreRemoved() throws {

@@ -11,7 +11,7 @@ enum StatusCommand {
         var result: [String: Any] = [
             "event": "status", "profile": profile.name, "source": profile.source, "remote": profile.remote,
             "remote_files": state.files, "remote_bytes": state.bytes, "local_files": preview.files,
-            "symlinks_skipped": preview.symlinksSkipped,
+            "local_symlinks": preview.symlinks, "local_folders": preview.folders,
         ]
         result["last_sync"] = state.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull()
         switch state.hold {
@@ -25,8 +25,7 @@ enum StatusCommand {
             "last sync \(state.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? "never")",
             "backed up \(state.files) files (\(Output.bytes(state.bytes)))",
             "hold      \(state.hold == .none ? "none" : "set")" + { if case .held(let reason) = state.hold { ": \(reason)" } else { "" } }(),
-            "local     \(preview.files) files (\(Output.bytes(preview.bytes)))"
-                + (preview.symlinksSkipped > 0 ? "; \(preview.symlinksSkipped) symbolic links skipped (links are not followed)" : ""),
+            "local     \(preview.files) files (\(Output.bytes(preview.bytes))), \(preview.folders) folders, \(preview.symlinks) symbolic links",
         ]
         switch preview.result {
         case .previewed(.wouldRun(let plan)):

@@ -9,10 +9,10 @@ enum SyncCommand {
             consent: command.flag("yes"), allowShrink: command.flag("allow-shrink"), dryRun: command.flag("dry-run"),
             allowMissingRemote: command.flag("allow-missing-remote"), takeOver: command.flag("take-over"))
         let summary = try await app.sync(profile, request, events: output.events)
-        for note in summary.symlinksSkipped > 0 ? ["\(summary.symlinksSkipped) symbolic link(s) skipped: links are never followed or backed up"] : [] {
-            if !output.json { output.line("note: \(note)") }
-        }
-        var result: [String: Any] = ["event": "result", "profile": profile.name, "files": summary.files, "hashed": summary.hashedFiles]
+        var result: [String: Any] = [
+            "event": "result", "profile": profile.name, "files": summary.files, "hashed": summary.hashedFiles,
+            "symlinks": summary.symlinks, "folders": summary.folders,
+        ]
         var lines: [String]
         switch summary.result {
         case .ran(.completed(let report)):
@@ -24,9 +24,11 @@ enum SyncCommand {
             result["deleted"] = report.deleted.count
             result["bytes"] = report.uploadedBytes
             result["unchanged"] = report.unchanged
+            result["metadata_updated"] = report.metadataUpdated.count
             result["delete_failures"] = report.deleteFailures.map { ["path": $0.path, "error": Words.key($0.error.kind), "message": $0.error.message] }
             result["unreadable"] = report.sourceFailures.map(\.path)
-            lines = ["synced \"\(profile.name)\": \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"]
+            lines = ["synced \"\(profile.name)\": \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"
+                + (report.metadataUpdated.isEmpty ? "" : " (\(report.metadataUpdated.count) with new modes, times or owners, recorded without uploading)")]
             for failure in report.deleteFailures { lines.append("not deleted (retried next run): \(failure.path): \(failure.error.message)") }
             for failure in report.sourceFailures { lines.append("not uploaded (retried next run): \(failure.message)") }
         case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):

@@ -1,0 +1,205 @@
+// Restoring what a backup keeps besides content: each file's mode, times and owner as it is
+// placed, then — once every file is placed — hard links, folders (empty ones too) and
+// symbolic links, and last the folders' own modes and times, deepest first (a folder's
+// mtime changes while its contents are placed, and a read-only folder would refuse them).
+//
+// Owners are set only when running as root (by name when the name exists here, else by
+// number, as tar and rsync do); setuid, setgid and sticky bits likewise, otherwise they are
+// dropped with a note. Every call goes through descriptors opened without following links,
+// and a link's target is only ever written, never opened.
+
+import BackupEngine
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What restoring metadata could not do, for the notes of the run.
+public final class TreeRestoreNotes: Sendable {
+    private let notes = Mutex<[String]>([])
+    private let droppedSpecialBits = Mutex<Int>(0)
+
+    public init() {}
+
+    func add(_ note: String) { notes.withLock { $0.append(note) } }
+    func droppedSpecialBit() { droppedSpecialBits.withLock { $0 += 1 } }
+
+    /// The notes so far, the count of dropped setuid/setgid/sticky bits as one.
+    public var all: [String] {
+        let dropped = droppedSpecialBits.withLock { $0 }
+        return notes.withLock { $0 } + (dropped > 0
+            ? ["\(dropped) entr\(dropped == 1 ? "y" : "ies") had setuid, setgid or sticky bits, dropped: only a restore run as root sets them (tar's rule)"]
+            : [])
+    }
+}
+
+/// Sets modes, times and owners as the restore's user may.
+struct MetadataSetter {
+    let asRoot = geteuid() == 0
+    let notes: TreeRestoreNotes
+
+    /// The uid and gid to give `metadata` here: by name when the name exists, else the numbers.
+    func owner(_ metadata: EntryMetadata) -> (uid_t, gid_t) {
+        var uid = uid_t(metadata.uid), gid = gid_t(metadata.gid)
+        var buffer = [CChar](repeating: 0, count: 4096)
+        if let user = metadata.user {
+            var entry = passwd()
+            var result: UnsafeMutablePointer<passwd>?
+            if getpwnam_r(user, &entry, &buffer, buffer.count, &result) == 0, result != nil { uid = entry.pw_uid }
+        }
+        if let group = metadata.group {
+            var entry = Glibc.group()
+            var result: UnsafeMutablePointer<Glibc.group>?
+            if getgrnam_r(group, &entry, &buffer, buffer.count, &result) == 0, result != nil { gid = entry.gr_gid }
+        }
+        return (uid, gid)
+    }
+
+    /// The mode to set: all of it as root; otherwise without setuid, setgid and sticky (noted).
+    func mode(_ metadata: EntryMetadata) -> mode_t {
+        if asRoot || metadata.mode & 0o7000 == 0 { return mode_t(metadata.mode) }
+        notes.droppedSpecialBit()
+        return mode_t(metadata.mode & 0o777)
+    }
+
+    static func times(_ metadata: EntryMetadata) -> [timespec] {
+        let seconds = metadata.mtimeNanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        // A time before 1970 has a negative remainder: borrow a second.
+        let (sec, nsec) = seconds.remainder < 0 ? (seconds.quotient - 1, seconds.remainder + 1_000_000_000) : seconds
+        // UTIME_OMIT ((1 << 30) - 2, a macro Swift does not import): the access time is left as it is.
+        return [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))]
+    }
+
+    /// Sets `metadata` on the open file or folder `fd`: owner first (chown clears setuid
+    /// bits), then mode, then times. Returns the failed step's errno, or nil.
+    @discardableResult
+    func apply(_ metadata: EntryMetadata, to fd: Int32) -> Int32? {
+        if asRoot {
+            let (uid, gid) = owner(metadata)
+            if fchown(fd, uid, gid) != 0 { return errno }
+        }
+        if fchmod(fd, mode(metadata)) != 0 { return errno }
+        let times = Self.times(metadata)
+        if futimens(fd, times) != 0 { return errno }
+        return nil
+    }
+
+    /// Sets the owner (as root) and times of the symbolic link `name` in `folderFD`, never
+    /// following it (a link's own mode means nothing on Linux).
+    func applyToLink(_ metadata: EntryMetadata, folderFD: Int32, name: String) {
+        if asRoot {
+            let (uid, gid) = owner(metadata)
+            _ = FileName.withCString(name) { fchownat(folderFD, $0, uid, gid, AT_SYMLINK_NOFOLLOW) }
+        }
+        let times = Self.times(metadata)
+        _ = FileName.withCString(name) { utimensat(folderFD, $0, times, AT_SYMLINK_NOFOLLOW) }
+    }
+}
+
+extension RestoreTarget {
+    /// Sets the recorded metadata on the staged copy `name` in `folderFD` before it is placed.
+    func applyFileMetadata(_ file: RestoreFile, folderFD: Int32, name: String) {
+        guard let metadata = file.metadata, let fd = Self.openRegular(folderFD, name) else { return }
+        defer { close(fd) }
+        if let code = MetadataSetter(notes: treeNotes).apply(metadata, to: fd) {
+            treeNotes.add("the mode, times or owner of \(finalPath(for: file.placePath)) could not be set: \(String(cString: strerror(code)))")
+        }
+    }
+
+    /// Once every file is placed (`files`: those placed): hard links made of the pairs whose
+    /// both names were placed, folders made
+    /// (empty ones too) and symbolic links created where nothing is in the way, then the
+    /// folders' modes and times set, deepest first. Nothing is replaced: an entry in the way
+    /// is noted and left as it is.
+    public func restoreTree(_ tree: [TreeEntry], files: [RestoreFile]) throws {
+        let rootFD = try openRoot()
+        defer { close(rootFD) }
+        let setter = MetadataSetter(notes: treeNotes)
+        let placed = Set(files.map(\.placePath))
+        for file in files {
+            guard let first = file.hardLinkTo, placed.contains(first) else { continue }
+            linkPair(first: first, second: file, rootFD: rootFD)
+        }
+        for entry in tree {
+            guard let parts = try? Self.parts(entry.path), let name = parts.last else { continue }
+            let chain: [Int32]
+            do {
+                chain = try openFolderChain(
+                    entry.kind == .folder ? parts : Array(parts.dropLast()), under: rootFD, create: true, operation: "making",
+                    displayRoot: root)
+            } catch {
+                treeNotes.add("not made: \(finalPath(for: entry.path)): \(error.path) is a link or not a folder")
+                continue
+            }
+            defer { chain.forEach { close($0) } }
+            guard case .symlink(let target) = entry.kind else { continue }
+            let folderFD = chain.last ?? rootFD
+            var info = stat()
+            if FileName.withCString(name, { fstatat(folderFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 {
+                if info.st_mode & S_IFMT == S_IFLNK, Self.readLink(folderFD, name) == target {
+                    setter.applyToLink(entry.metadata, folderFD: folderFD, name: name)
+                } else {
+                    treeNotes.add("not made: the symbolic link \(finalPath(for: entry.path)): something else is there")
+                }
+                continue
+            }
+            let made = FileName.withCString(target) { targetBytes in
+                FileName.withCString(name) { symlinkat(targetBytes, folderFD, $0) }
+            }
+            if made != 0 {
+                treeNotes.add("not made: the symbolic link \(finalPath(for: entry.path)): \(String(cString: strerror(errno)))")
+                continue
+            }
+            setter.applyToLink(entry.metadata, folderFD: folderFD, name: name)
+        }
+        // Folders last, deepest first: placing below a folder changes its mtime.
+        for entry in tree.reversed() where entry.kind == .folder {
+            guard let parts = try? Self.parts(entry.path),
+                  let chain = try? openFolderChain(parts, under: rootFD, create: false, operation: "setting", displayRoot: root)
+            else { continue }
+            defer { chain.forEach { close($0) } }
+            guard let fd = chain.last else { continue }
+            if let code = setter.apply(entry.metadata, to: fd) {
+                treeNotes.add("the mode, times or owner of the folder \(finalPath(for: entry.path)) could not be set: \(String(cString: strerror(code)))")
+            }
+        }
+    }
+
+    /// Replaces the placed `second` with a hard link of the placed `first` (through a
+    /// temporary name, so a failure leaves the copy as it was).
+    private func linkPair(first: String, second: RestoreFile, rootFD: Int32) {
+        guard let firstParts = try? Self.parts(first), let secondParts = try? Self.parts(second.placePath),
+              let firstName = firstParts.last, let secondName = secondParts.last,
+              let from = try? openFolderChain(firstParts.dropLast(), under: rootFD, create: false, operation: "linking", displayRoot: root)
+        else { return }
+        defer { from.forEach { close($0) } }
+        guard let to = try? openFolderChain(secondParts.dropLast(), under: rootFD, create: false, operation: "linking", displayRoot: root)
+        else { return }
+        defer { to.forEach { close($0) } }
+        let fromFD = from.last ?? rootFD, toFD = to.last ?? rootFD
+        // Both must be regular files, not links planted meanwhile.
+        guard let check = Self.openRegular(fromFD, firstName) else { return }
+        close(check)
+        let temporary = Self.temporaryPrefix + String(UInt64.random(in: .min ... .max), radix: 16)
+        let linked = FileName.withCString(firstName) { linkat(fromFD, $0, toFD, temporary, 0) }
+        guard linked == 0 else {
+            treeNotes.add("\(finalPath(for: second.placePath)) is restored as a copy, not a hard link of \(finalPath(for: first)): "
+                + String(cString: strerror(errno)))
+            return
+        }
+        if FileName.withCString(secondName, { renameat(toFD, temporary, toFD, $0) }) != 0 { unlinkat(toFD, temporary, 0) }
+    }
+
+    static func readLink(_ folderFD: Int32, _ name: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        let count = FileName.withCString(name) { cName in
+            buffer.withUnsafeMutableBufferPointer { raw -> Int in
+                guard let base = raw.baseAddress else { return -1 }
+                return readlinkat(folderFD, cName, base, raw.count)
+            }
+        }
+        guard count >= 0, count < buffer.count else { return nil }
+        return FileName.string(fromBytes: buffer.prefix(count).map { UInt8(bitPattern: $0) })
+    }
+}
