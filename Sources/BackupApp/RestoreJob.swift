@@ -162,7 +162,7 @@ extension BackupApp {
                 let planned: PlannedRestore
                 do {
                     // Decoded once: its writer, its groups for --only, and the plan.
-                    let decoded = try Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count))
+                    let decoded = try Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: marker.count))
                     restoredWriter = decoded.writer
                     let only = request.only.isEmpty ? nil : Set(request.only)
                     if let only {
@@ -198,10 +198,16 @@ extension BackupApp {
             summary.result = .restored(outcome)
             summary.damaged = failures.withLock { $0 }
             let files = try record.files()
-            // Every file is placed: then the hard links, folders and symbolic links, and the
-            // folders' modes and times (a partial restore leaves them for its --resume).
-            if case .completed = outcome {
-                try target.restoreTree(try record.tree(), files: files.filter { $0.status == .done }.map(\.file))
+            // The files are placed: then the hard links, folders and symbolic links, and the
+            // folders' modes and times (for a partial restore, not those of the folders that
+            // still wait for files: a --resume places them, and then sets those).
+            switch outcome {
+            case .completed, .partial:
+                try target.restoreTree(
+                    try record.tree(), files: files.filter { $0.status == .done }.map(\.file),
+                    pending: files.filter { $0.status != .done }.map(\.file.placePath))
+            default:
+                break
             }
             for note in target.treeNotes.all { events(.note(path: target.root, message: note)) }
             summary.placed = files.count { $0.status == .done }
@@ -311,7 +317,7 @@ extension BackupApp {
             try state.put(StateEntry(path: recorded.file.placePath, size: Int64(info.st_size), hash: hash, remoteId: nil))
             prints[recorded.file.placePath] = Fingerprint(
                 size: Int64(info.st_size),
-                mtimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+                mtimeNanoseconds: clampedNanoseconds(info.st_mtim),
                 inode: UInt64(info.st_ino), hash: hash)
         }
         try state.updateFingerprints(prints)

@@ -5,6 +5,7 @@ import BackupEngine
 import BackupStorage
 import BackupTree
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -133,8 +134,23 @@ extension BackupApp {
                 if case .hardLink(let first) = entry.kind { hardLinks[entry.path] = first }
             }
             let links = hardLinks
+            // Folders and links the scan could not see (below a folder it cannot read, kept
+            // remotely, or not restored yet by a restore into the source) keep the record the
+            // marker written last has of them: a permission problem never deletes.
+            let unreadable = Set(scan.unreadableFolders)
+            let restoreIncomplete = !pendingRestore.isEmpty
+            let markerState = state
+            let writtenTree = Mutex<[TreeEntry]?>(nil)
             var snapshot = SyncSnapshot(
-                entries: entries, makeMarker: { held in try BackupApp.marker(writerProfile, held: held, tree: tree, hardLinks: links) },
+                entries: entries, makeMarker: { held in
+                    let seen = Set(tree.map(\.path))
+                    let carried = try markerState.treeEntries().filter { entry in
+                        !seen.contains(entry.path) && (restoreIncomplete || unreadable.contains(entry.path) || keep(entry.path))
+                    }
+                    let full = carried.isEmpty ? tree : (tree + carried).sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+                    writtenTree.withLock { $0 = full }
+                    return try BackupApp.marker(writerProfile, held: held, tree: full, hardLinks: links)
+                },
                 isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep,
                 allowMissingRemote: request.allowMissingRemote, writer: writer)
             snapshot.treeDigest = Self.treeDigest(tree, hardLinks: hardLinks)
@@ -169,6 +185,10 @@ extension BackupApp {
             summary.result = .ran(outcome)
             // The remote's marker names this profile now: a take-over by restore is done.
             if case .completed(let report) = outcome, report.markerUploaded { try state.setMeta(Self.adoptedWriterKey, nil) }
+            // The folders and links the uploaded marker holds, for the next marker to carry over.
+            if case .completed(let report) = outcome, report.markerUploaded, let written = writtenTree.withLock({ $0 }) {
+                try state.replaceTree(written)
+            }
             Self.reportListingNotes(remote.storage, events)
             return summary
         } catch let error as ScanError {
@@ -202,15 +222,21 @@ extension BackupApp {
         var hashes: [String: String] = [:]
         var markerEntries: [String: MarkerEntry] = [:]
         let names = OwnerNames()
-        let heldPaths = Set(held.map(\.path))
+        let heldByPath = Dictionary(held.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         for entry in held {
             if let hash = entry.hash { hashes[entry.path] = hash }
             guard let metadata = entry.metadata else { continue }
             var kind = EntryKind.file
-            if let first = hardLinks[entry.path], heldPaths.contains(first) { kind = .hardLink(to: first) }
+            // A hard link only of a first name the remote holds with the same bytes.
+            if let first = hardLinks[entry.path], let original = heldByPath[first], original.hash != nil,
+               original.hash == entry.hash, original.size == entry.size {
+                kind = .hardLink(to: first)
+            }
             markerEntries[entry.path] = MarkerEntry(kind: kind, size: entry.size, metadata: names.named(metadata))
         }
-        for entry in tree where markerEntries[entry.path] == nil {
+        // A folder or link where the remote still holds a file (kept remotely, or not deleted
+        // yet) is left out: the file is what the remote has at that path.
+        for entry in tree where heldByPath[entry.path] == nil {
             markerEntries[entry.path] = MarkerEntry(kind: entry.kind, metadata: names.named(entry.metadata))
         }
         // A hard link whose first name carries no metadata is written as a file of its own.

@@ -77,3 +77,16 @@ public struct TreeEntry: Sendable, Equatable, Codable {
         self.metadata = metadata
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `time` in nanoseconds since 1970, clamped to what an Int64 holds (years 1677 to 2262): a
+/// file dated outside that range (`touch -d 2300-01-01`) is kept at its end, never a trap.
+public func clampedNanoseconds(_ time: timespec) -> Int64 {
+    let (scaled, overflow) = Int64(time.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+    if overflow { return time.tv_sec < 0 ? .min : .max }
+    let (sum, sumOverflow) = scaled.addingReportingOverflow(Int64(time.tv_nsec))
+    return sumOverflow ? .max : sum
+}

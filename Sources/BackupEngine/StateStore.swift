@@ -103,6 +103,7 @@ public final class StateStore: Sendable {
                     ALTER TABLE entries ADD COLUMN meta_mtime INTEGER;
                     ALTER TABLE entries ADD COLUMN meta_uid INTEGER;
                     ALTER TABLE entries ADD COLUMN meta_gid INTEGER;
+                    CREATE TABLE IF NOT EXISTS tree (path TEXT PRIMARY KEY, entry BLOB NOT NULL) WITHOUT ROWID;
                     """)
             }
         })
@@ -223,6 +224,34 @@ public final class StateStore: Sendable {
                 for (path, mtime) in times {
                     try db.run("UPDATE entries SET mtime_ns = ?2 WHERE path = ?1", [.text(path), .int(mtime)])
                 }
+            }
+        }
+    }
+
+    // MARK: Folders and links
+
+    /// The folders and symbolic links of the marker written last (what only the marker holds),
+    /// for a later marker to keep those the scan could not see then.
+    public func treeEntries() throws -> [TreeEntry] {
+        try withDB { db in
+            var result: [TreeEntry] = []
+            var failed = false
+            try db.run("SELECT entry FROM tree ORDER BY path") { row in
+                if let entry = try? JSONDecoder().decode(TreeEntry.self, from: row.blob(0)) { result.append(entry) } else { failed = true }
+            }
+            if failed { throw StateStoreError(.corrupt, path: path, "the state file \(path) is damaged (a folder or link record cannot be read). \(Self.kind.startOver)") }
+            return result
+        }
+    }
+
+    /// Replaces the recorded folders and links (one transaction).
+    public func replaceTree(_ entries: [TreeEntry]) throws {
+        let encoder = JSONEncoder()
+        let rows = try entries.map { ($0.path, try encoder.encode($0)) }
+        try withDB { db in
+            try db.transaction {
+                try db.exec("DELETE FROM tree")
+                for (path, data) in rows { try db.run("INSERT OR REPLACE INTO tree (path, entry) VALUES (?1, ?2)", [.text(path), .blob(data)]) }
             }
         }
     }

@@ -94,9 +94,7 @@ public final class SyncEngine: Sendable {
 
         // Rules 4 and 11: the guards, before any write.
         if let refusal = plan.refusal { return .unavailable(refusal) }
-        // What stopped runs left on the remote goes before this run writes (best effort).
         if let stop = try checkBeforeWrite() { return stop }
-        _ = try? await storage.sweepTemporaries()
         // An adopted size-compared file found unchanged keeps the mtime it has now.
         try state.recordModificationTimes(plan.recordTimes)
 
@@ -106,6 +104,10 @@ public final class SyncEngine: Sendable {
         // Rule 7: size-compared uploads, then hash-compared in snapshot order; rule 8:
         // deletes after the uploads; the marker last, as the commit point of the run.
         let total = uploads.count + deletes.count + (markerNeeded ? 1 : 0)
+        // What stopped runs left on the remote goes before this run writes (best effort). A
+        // run that writes nothing leaves it for the next one that does: on a folder remote
+        // the sweep is a second walk of the whole tree, most of a no-op run's time.
+        if total > 0 { _ = try? await storage.sweepTemporaries() }
         // A provider that keeps its identity on the remote (a folder's volume id) creates it
         // now, right before the run's first write and after every guard passed: a probe, a
         // preview or a refused run leaves the remote as it was.
@@ -165,6 +167,12 @@ public final class SyncEngine: Sendable {
                 let applied = try? await storage.applyMetadata(entry.path, metadata)
                 changes.append((entry.path, metadata, applied?.remoteId))
                 report.metadataUpdated.append(entry.path)
+                // Recorded as they go: a run stopped midway keeps the new ids of the remote
+                // copies it touched, which the next listing shows (else they read as replaced).
+                if changes.count >= 512 {
+                    try state.updateMetadata(changes)
+                    changes.removeAll(keepingCapacity: true)
+                }
             }
             try state.updateMetadata(changes)
         }

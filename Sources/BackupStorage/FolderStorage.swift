@@ -373,8 +373,7 @@ public struct FolderStorage: RemoteStorage {
     /// by one of the same size and the same mtime to the nanosecond (`cp -p` of another file)
     /// keeps it, which the inode would not have caught on those filesystems either.
     static func remoteId(_ status: stat) -> String {
-        let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
-        return "\(nanoseconds):\(status.st_size)"
+        "\(clampedNanoseconds(status.st_mtim)):\(status.st_size)"
     }
 
     /// The ids written before `<mtime ns>:<size>` were `<inode>:<mtime ns>`: one whose mtime is

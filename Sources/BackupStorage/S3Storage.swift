@@ -278,7 +278,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// time in seconds in fixed point, nanoseconds as up to 9 decimals with trailing zeros
     /// dropped, and no point for a whole second; a time before 1970 is "-" and its distance.
     static func mtimeMetadata(_ time: timespec) -> String {
-        let nanoseconds = Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+        let nanoseconds = clampedNanoseconds(time)
         let magnitude = nanoseconds.magnitude
         var text = String(magnitude / 1_000_000_000)
         var fraction = String(magnitude % 1_000_000_000)

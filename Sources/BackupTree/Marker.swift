@@ -194,8 +194,13 @@ public struct Marker: Sendable, Equatable {
     /// decompressed: 8 MiB for the groups and the entries that are no listed file (folders,
     /// symlinks) and 1 KiB per file (a file's line is at most about 110 bytes plus its path).
     /// A marker past it is damaged or hostile, and refused before it is inflated further.
-    public static func contentLimit(listedFiles: Int) -> Int {
-        Probe.markerSizeLimit(listedFiles: listedFiles)
+    ///
+    /// Folders and symbolic links are entries no listing counts, so the content may also be
+    /// 4 times the marker's compressed size (`markerSize`): a tree of many links or folders
+    /// has a larger marker, which inflates 2 to 4 times (hashes barely compress); a zlib bomb
+    /// inflates up to 1,000 times.
+    public static func contentLimit(listedFiles: Int, markerSize: Int = 0) -> Int {
+        Probe.markerSizeLimit(listedFiles: listedFiles) + 4 * max(0, markerSize)
     }
 
     /// Reads a marker, refusing content larger than `maxContentSize` once decompressed.

@@ -163,7 +163,7 @@ private struct HashWorker: ~Copyable {
 /// The modification time of `status` in nanoseconds since the epoch.
 @inline(__always)
 func mtimeNanoseconds(_ status: stat) -> Int64 {
-    Int64(status.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_mtim.tv_nsec)
+    clampedNanoseconds(status.st_mtim)
 }
 
 private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

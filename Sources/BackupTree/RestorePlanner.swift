@@ -41,7 +41,7 @@ public enum RestorePlanner {
         marker data: Data, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
         markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
     ) throws(MarkerError) -> PlannedRestore {
-        let marker = try Marker.decode(data, maxContentSize: Marker.contentLimit(listedFiles: files.count))
+        let marker = try Marker.decode(data, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: data.count))
         return plan(marker: marker, source: source, files: files, target: target, markerPath: markerPath, only: only)
     }
 

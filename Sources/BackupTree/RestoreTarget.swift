@@ -76,10 +76,18 @@ public struct RestoreTarget: RestoreStaging {
         // A stopped run's temporaries are garbage: no record names them.
         guard let rootFD = try? openRoot() else { return }
         defer { close(rootFD) }
+        // Made by this user, for this user only: nobody else may plant files where downloads
+        // wait (a hard link swapped in would take a staged file's mode and owner).
+        _ = Self.stagingName.withCString { mkdirat(rootFD, $0, 0o700) }
         let fd = Self.stagingName.withCString { openat(rootFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return }
+        defer { close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_uid != geteuid() {
+            throw LocalFileError(path: stagingRoot, message: "\(stagingRoot) belongs to another user (uid \(info.st_uid)); "
+                + "a restore stages its downloads only in a folder of its own: remove it, or restore into another folder")
+        }
         Self.removeTree(fd, only: { $0.hasPrefix(Self.temporaryPrefix) })
-        close(fd)
     }
 
     /// The bytes free on the target's file system for an unprivileged writer, or nil when

@@ -19,6 +19,9 @@ import Glibc
 public final class TreeRestoreNotes: Sendable {
     private let notes = Mutex<[String]>([])
     private let droppedSpecialBits = Mutex<Int>(0)
+    /// Ids of the user and group names met, looked up once each (nil: no such name here).
+    let users = Mutex<[String: uid_t?]>([:])
+    let groups = Mutex<[String: gid_t?]>([:])
 
     public init() {}
 
@@ -42,18 +45,43 @@ struct MetadataSetter {
     /// The uid and gid to give `metadata` here: by name when the name exists, else the numbers.
     func owner(_ metadata: EntryMetadata) -> (uid_t, gid_t) {
         var uid = uid_t(metadata.uid), gid = gid_t(metadata.gid)
-        var buffer = [CChar](repeating: 0, count: 4096)
-        if let user = metadata.user {
-            var entry = passwd()
-            var result: UnsafeMutablePointer<passwd>?
-            if getpwnam_r(user, &entry, &buffer, buffer.count, &result) == 0, result != nil { uid = entry.pw_uid }
-        }
-        if let group = metadata.group {
-            var entry = Glibc.group()
-            var result: UnsafeMutablePointer<Glibc.group>?
-            if getgrnam_r(group, &entry, &buffer, buffer.count, &result) == 0, result != nil { gid = entry.gr_gid }
-        }
+        if let user = metadata.user, let found = notes.users.withLock({ cache in
+            if let known = cache[user] { return known }
+            let looked: uid_t? = Self.lookUp { buffer in
+                var entry = passwd()
+                var result: UnsafeMutablePointer<passwd>?
+                let code = getpwnam_r(user, &entry, buffer.baseAddress.unsafelyUnwrapped, buffer.count, &result)
+                return (code, result != nil ? entry.pw_uid : nil)
+            }
+            cache[user] = looked
+            return looked
+        }) { uid = found }
+        if let group = metadata.group, let found = notes.groups.withLock({ cache in
+            if let known = cache[group] { return known }
+            let looked: gid_t? = Self.lookUp { buffer in
+                var entry = Glibc.group()
+                var result: UnsafeMutablePointer<Glibc.group>?
+                let code = getgrnam_r(group, &entry, buffer.baseAddress.unsafelyUnwrapped, buffer.count, &result)
+                return (code, result != nil ? entry.gr_gid : nil)
+            }
+            cache[group] = looked
+            return looked
+        }) { gid = found }
         return (uid, gid)
+    }
+
+    /// A `get*nam_r` call with a buffer grown while it answers ERANGE (a group of many members).
+    private static func lookUp<T>(_ call: (UnsafeMutableBufferPointer<CChar>) -> (Int32, T?)) -> T? {
+        var size = 4096
+        while size <= 1 << 22 {
+            var buffer = [CChar](repeating: 0, count: size)
+            let (code, value) = buffer.withUnsafeMutableBufferPointer { raw -> (Int32, T?) in
+                raw.baseAddress == nil ? (EINVAL, nil) : call(raw)
+            }
+            if code != ERANGE { return value }
+            size *= 4
+        }
+        return nil
     }
 
     /// The mode to set: all of it as root; otherwise without setuid, setgid and sticky (noted).
@@ -72,17 +100,19 @@ struct MetadataSetter {
     }
 
     /// Sets `metadata` on the open file or folder `fd`: owner first (chown clears setuid
-    /// bits), then mode, then times. Returns the failed step's errno, or nil.
+    /// bits), then mode, then times; each step is tried whatever the others did (a file
+    /// system without owners still keeps times). Returns the errno of the first that failed.
     @discardableResult
     func apply(_ metadata: EntryMetadata, to fd: Int32) -> Int32? {
+        var failure: Int32?
         if asRoot {
             let (uid, gid) = owner(metadata)
-            if fchown(fd, uid, gid) != 0 { return errno }
+            if fchown(fd, uid, gid) != 0 { failure = failure ?? errno }
         }
-        if fchmod(fd, mode(metadata)) != 0 { return errno }
+        if fchmod(fd, mode(metadata)) != 0 { failure = failure ?? errno }
         let times = Self.times(metadata)
-        if futimens(fd, times) != 0 { return errno }
-        return nil
+        if futimens(fd, times) != 0 { failure = failure ?? errno }
+        return failure
     }
 
     /// Sets the owner (as root) and times of the symbolic link `name` in `folderFD`, never
@@ -102,6 +132,14 @@ extension RestoreTarget {
     func applyFileMetadata(_ file: RestoreFile, folderFD: Int32, name: String) {
         guard let metadata = file.metadata, let fd = Self.openRegular(folderFD, name) else { return }
         defer { close(fd) }
+        // Only the file this restore made: its own, with no other name (a hard link planted in
+        // the staging folder in its place would have its mode and owner set on another file).
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_nlink == 1, info.st_uid == geteuid() else {
+            treeNotes.add("the mode, times or owner of \(finalPath(for: file.placePath)) were not set: its staged copy "
+                + "was replaced by a file with other names or another owner")
+            return
+        }
         if let code = MetadataSetter(notes: treeNotes).apply(metadata, to: fd) {
             treeNotes.add("the mode, times or owner of \(finalPath(for: file.placePath)) could not be set: \(String(cString: strerror(code)))")
         }
@@ -112,13 +150,17 @@ extension RestoreTarget {
     /// (empty ones too) and symbolic links created where nothing is in the way, then the
     /// folders' modes and times set, deepest first. Nothing is replaced: an entry in the way
     /// is noted and left as it is.
-    public func restoreTree(_ tree: [TreeEntry], files: [RestoreFile]) throws {
+    public func restoreTree(_ tree: [TreeEntry], files: [RestoreFile], pending: [String] = []) throws {
         let rootFD = try openRoot()
         defer { close(rootFD) }
         let setter = MetadataSetter(notes: treeNotes)
         let placed = Set(files.map(\.placePath))
+        // A pair is linked only when both names were verified to hold the same bytes.
+        let byPath = Dictionary(files.map { ($0.placePath, $0) }, uniquingKeysWith: { first, _ in first })
         for file in files {
-            guard let first = file.hardLinkTo, placed.contains(first) else { continue }
+            guard let first = file.hardLinkTo, placed.contains(first),
+                  let original = byPath[first], original.sha256 != nil, original.sha256 == file.sha256, original.size == file.size
+            else { continue }
             linkPair(first: first, second: file, rootFD: rootFD)
         }
         for entry in tree {
@@ -153,8 +195,14 @@ extension RestoreTarget {
             }
             setter.applyToLink(entry.metadata, folderFD: folderFD, name: name)
         }
-        // Folders last, deepest first: placing below a folder changes its mtime.
-        for entry in tree.reversed() where entry.kind == .folder {
+        // Folders last, deepest first: placing below a folder changes its mtime. A folder that
+        // still waits for files keeps its defaults until the restore that places them.
+        var waiting = Set<String>()
+        for path in pending {
+            var parts = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+            while !parts.isEmpty, waiting.insert(parts.joined(separator: "/")).inserted { parts = parts.dropLast() }
+        }
+        for entry in tree.reversed() where entry.kind == .folder && !waiting.contains(entry.path) {
             guard let parts = try? Self.parts(entry.path),
                   let chain = try? openFolderChain(parts, under: rootFD, create: false, operation: "setting", displayRoot: root)
             else { continue }
@@ -178,9 +226,12 @@ extension RestoreTarget {
         else { return }
         defer { to.forEach { close($0) } }
         let fromFD = from.last ?? rootFD, toFD = to.last ?? rootFD
-        // Both must be regular files, not links planted meanwhile.
-        guard let check = Self.openRegular(fromFD, firstName) else { return }
-        close(check)
+        // The first name must be a regular file, not a link planted meanwhile (its own mode
+        // may not let this user read it: it is not opened).
+        var info = stat()
+        guard FileName.withCString(firstName, { fstatat(fromFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0,
+              info.st_mode & S_IFMT == S_IFREG
+        else { return }
         let temporary = Self.temporaryPrefix + String(UInt64.random(in: .min ... .max), radix: 16)
         let linked = FileName.withCString(firstName) { linkat(fromFD, $0, toFD, temporary, 0) }
         guard linked == 0 else {

@@ -260,4 +260,82 @@ final class TreeMetadataEndToEndTests: XCTestCase {
         XCTAssertEqual(result.result?["placed"] as? Int, 4, result.stdout)
         XCTAssertEqual(try f.tree(target), files.mapValues { Data($0.utf8) })
     }
+
+    // MARK: What the scan cannot see, and dates out of range
+
+    /// Folders and links below a folder that cannot be read now stay in the marker (a
+    /// permission problem never deletes): a marker written meanwhile keeps them, and a restore
+    /// makes them.
+    func testLinksBelowAFolderThatCannotBeReadStayInTheMarker() throws {
+        guard geteuid() == 0 else { throw XCTSkip("needs root to run the binary as nobody") }
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        f.asNobody = true
+        for folder in ["", "home", "source", "remote"] { chmod(f.dir.path(folder), 0o777) }
+        try f.write("open/a.txt", "a")
+        try f.write("private/notes.txt", "notes")
+        try FileManager.default.createDirectory(atPath: f.source + "/private/empty", withIntermediateDirectories: true)
+        XCTAssertEqual(symlink("notes.txt", f.source + "/private/link"), 0)
+        for path in ["", "/open", "/open/a.txt", "/private", "/private/notes.txt", "/private/empty"] {
+            XCTAssertEqual(chown(f.source + path, 65534, 65534), 0, path)
+        }
+        XCTAssertEqual(lchown(f.source + "/private/link", 65534, 65534), 0)
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote).status, 0)
+        XCTAssertEqual(try f.run("sync", "--yes", "--json").status, 0)
+
+        chmod(f.source + "/private", 0o000)
+        addTeardownBlock { chmod(f.source + "/private", 0o755) }
+        try f.write("open/b.txt", "b")
+        chown(f.source + "/open/b.txt", 65534, 65534)
+        let second = try f.run("sync", "--json")
+        XCTAssertEqual(second.result?["marker_uploaded"] as? Bool, true, second.stdout + second.stderr)
+
+        f.asNobody = false
+        let target = f.dir.path("restored")
+        let restore = try f.run("restore", "--remote", f.remote, "--to", target, "--json")
+        XCTAssertEqual(restore.status, 0, restore.stdout + restore.stderr)
+        var info = stat()
+        XCTAssertEqual(lstat(target + "/private/link", &info), 0, "the link below the unreadable folder was dropped")
+        XCTAssertEqual(info.st_mode & S_IFMT, S_IFLNK)
+        XCTAssertEqual(lstat(target + "/private/empty", &info), 0, "the empty folder below the unreadable folder was dropped")
+        XCTAssertEqual(try String(contentsOfFile: target + "/open/b.txt", encoding: .utf8), "b")
+    }
+
+    /// A file dated past what nanoseconds since 1970 hold in 64 bits (2262) syncs, is not
+    /// uploaded again, and restores (at the latest date that fits).
+    func testAFileDatedFarInTheFutureSyncsOnceAndRestores() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        try f.write("future.txt", "from the future")
+        let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespec(tv_sec: 10_413_792_000, tv_nsec: 5)]  // 2300-01-01
+        XCTAssertEqual(utimensat(AT_FDCWD, f.source + "/future.txt", times, 0), 0)
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote).status, 0)
+        let first = try f.run("sync", "--yes", "--json")
+        XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
+        let second = try f.run("sync", "--json")
+        XCTAssertEqual(second.status, 0, second.stdout + second.stderr)
+        XCTAssertEqual(second.result?["uploaded"] as? Int, 0, second.stdout)
+        let target = f.dir.path("restored")
+        let restore = try f.run("restore", "--to", target, "--json")
+        XCTAssertEqual(restore.status, 0, restore.stdout + restore.stderr)
+        XCTAssertEqual(try String(contentsOfFile: target + "/future.txt", encoding: .utf8), "from the future")
+    }
+
+    /// A staging folder in the target that belongs to another user is refused: nobody else
+    /// may plant files where downloads wait.
+    func testAStagingFolderOfAnotherUserIsRefused() throws {
+        guard geteuid() == 0 else { throw XCTSkip("needs root to make a folder of another user") }
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        try f.write("a.txt", "a")
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote).status, 0)
+        XCTAssertEqual(try f.run("sync", "--yes", "--json").status, 0)
+        let target = try f.dir.makeFolder("restored")
+        try FileManager.default.createDirectory(atPath: target + "/.backup-staging", withIntermediateDirectories: true)
+        XCTAssertEqual(chown(target + "/.backup-staging", 65534, 65534), 0)
+        let restore = try f.run("restore", "--to", target, "--json")
+        XCTAssertNotEqual(restore.status, 0, restore.stdout)
+        XCTAssertTrue((restore.stdout + restore.stderr).contains("belongs to another user"), restore.stdout + restore.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target + "/a.txt"))
+    }
 }
