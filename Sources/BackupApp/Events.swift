@@ -89,6 +89,8 @@ struct ObservedStorage: RemoteStorage {
     func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
         try await base.applyMetadata(path, metadata)
     }
+    func removeTreeEntries(_ entries: [TreeEntry]) async { await base.removeTreeEntries(entries) }
+    func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { await base.makeTreeEntries(entries) }
 }
 
 /// Starts the remote's listing at once, so it runs while the source is scanned, and hands
@@ -133,4 +135,6 @@ final class PrefetchedListing: RemoteStorage {
     func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
         try await base.applyMetadata(path, metadata)
     }
+    func removeTreeEntries(_ entries: [TreeEntry]) async { await base.removeTreeEntries(entries) }
+    func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { await base.makeTreeEntries(entries) }
 }

@@ -154,6 +154,13 @@ extension BackupApp {
                 isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep,
                 allowMissingRemote: request.allowMissingRemote, writer: writer)
             snapshot.treeDigest = Self.treeDigest(tree, hardLinks: hardLinks)
+            snapshot.tree = tree
+            snapshot.treeRemoved = {
+                let seen = Set(tree.map(\.path))
+                return ((try? markerState.treeEntries()) ?? []).filter { entry in
+                    !seen.contains(entry.path) && !(restoreIncomplete || unreadable.contains(entry.path) || keep(entry.path))
+                }
+            }
 
             let meter = TransferMeter()
             let storage = meter.observing(base)
@@ -222,13 +229,24 @@ extension BackupApp {
         var hashes: [String: String] = [:]
         var markerEntries: [String: MarkerEntry] = [:]
         let names = OwnerNames()
-        let heldByPath = Dictionary(held.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        // `held` is sorted by the paths' bytes (the state's order): looked up by bisection, not
+        // copied into a dictionary (a marker of 200,000 files is built in memory already).
+        func heldEntry(_ path: String) -> StateEntry? {
+            var low = 0, high = held.count
+            while low < high {
+                let middle = (low + high) / 2
+                let order = ByteOrder.compare(held[middle].path, path)
+                if order == 0 { return held[middle] }
+                if order < 0 { low = middle + 1 } else { high = middle }
+            }
+            return nil
+        }
         for entry in held {
             if let hash = entry.hash { hashes[entry.path] = hash }
             guard let metadata = entry.metadata else { continue }
             var kind = EntryKind.file
             // A hard link only of a first name the remote holds with the same bytes.
-            if let first = hardLinks[entry.path], let original = heldByPath[first], original.hash != nil,
+            if let first = hardLinks[entry.path], let original = heldEntry(first), original.hash != nil,
                original.hash == entry.hash, original.size == entry.size {
                 kind = .hardLink(to: first)
             }
@@ -236,7 +254,7 @@ extension BackupApp {
         }
         // A folder or link where the remote still holds a file (kept remotely, or not deleted
         // yet) is left out: the file is what the remote has at that path.
-        for entry in tree where heldByPath[entry.path] == nil {
+        for entry in tree where heldEntry(entry.path) == nil {
             markerEntries[entry.path] = MarkerEntry(kind: entry.kind, metadata: names.named(entry.metadata))
         }
         // A hard link whose first name carries no metadata is written as a file of its own.

@@ -559,13 +559,17 @@ enum Manual {
             device and inode) are uploaded as a file each and restored as one file with two names. FIFOs, \
             sockets and devices are not kept: each is named in a note.
 
-            The marker records all of it, for every provider. On a folder remote each file is also given its \
-            source's permission bits and modification time (it is created 0600 first, never more permissive \
-            than its source), and, when the sync runs as root, its owner; folders and links exist only in the \
-            marker there, as on WebDAV and S3. WebDAV uploads send the time in whole seconds as `X-OC-Mtime` \
-            (Nextcloud, ownCloud and `rclone serve webdav` keep it); S3 uploads send it as \
-            `x-amz-meta-mtime`, as rclone writes it. A change of mode, time or owner alone uploads no file: \
-            the marker is written again (and, on a folder remote, the file's mode and time are set on it).
+            The marker records all of it, for every provider. A folder remote is also a mirror of the tree \
+            itself, as `rsync -a` would leave it: each file gets its source's permission bits and modification \
+            time (it is created 0600 first, never more permissive than its source) and, when the sync runs as \
+            root, its owner and setuid, setgid and sticky bits; folders (empty ones too) and symbolic links are \
+            made there with their modes and times, and those gone from the source are removed; the two names \
+            of a hard link are two files there. A file system that cannot keep modes or links (vfat, exFAT, \
+            some CIFS) gets a note, and the marker stays the record. On WebDAV and S3, folders and links live \
+            in the marker only; WebDAV uploads send the time in whole seconds as `X-OC-Mtime` (Nextcloud, \
+            ownCloud and `rclone serve webdav` keep it), S3 uploads send it as `x-amz-meta-mtime`, as rclone \
+            writes it. A change of mode, time or owner alone uploads no file: the marker is written again \
+            (and, on a folder remote, the file's mode and time are set on it).
 
             A restore sets each file's mode and time as it is placed; once every file is placed, it makes the \
             hard links, the folders and the symbolic links (a link is only ever created: it is never opened, \

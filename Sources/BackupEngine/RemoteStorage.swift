@@ -86,6 +86,17 @@ public protocol RemoteStorage: Sendable {
     /// nil where the provider keeps no metadata on its files (WebDAV, S3: the marker is then
     /// the only record). A failure is never fatal: the marker carries the metadata anyway.
     func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile?
+    /// Removes from the remote the folders and symbolic links of `entries` (those the last
+    /// marker had and the source no longer has), where the provider keeps them on the
+    /// remote itself (a folder remote, a mirror); a folder only when empty. Called before a
+    /// run's uploads, so a file may take the place of a link. Best effort.
+    func removeTreeEntries(_ entries: [TreeEntry]) async
+    /// Makes the folders and symbolic links of `entries` on the remote with their modes and
+    /// times (as root, owners), where the provider keeps them there; called after a run's
+    /// uploads and deletes, before its marker. Nothing that is in the way is replaced.
+    /// Returns what it could not do, for the run's notes. WebDAV and S3 keep them in the
+    /// marker only.
+    func makeTreeEntries(_ entries: [TreeEntry]) async -> [String]
 }
 
 /// A download whose body was not the size the listing gave: the remote's data failed a check.
@@ -123,6 +134,8 @@ extension RemoteStorage {
     public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { false }
     public func sweepTemporaries() async throws -> Int { 0 }
     public func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? { nil }
+    public func removeTreeEntries(_ entries: [TreeEntry]) async {}
+    public func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { [] }
     /// Providers that keep nothing on the remote for their identity: the same as `identityKey()`.
     public func ensureIdentityKey() async throws -> String? { try await identityKey() }
 }

@@ -126,6 +126,11 @@ public final class SyncEngine: Sendable {
         }
         var done = 0
         onProgress(done, total)  // Rule 10: before the first step.
+        // Links and folders gone from the source go first, so a file may take a link's place.
+        if markerNeeded {
+            let removed = snapshot.treeRemoved()
+            if !removed.isEmpty { await storage.removeTreeEntries(removed) }
+        }
 
         // Rule 7 with `transfers` uploads in flight: size-compared ones all finish before
         // the first hash-compared one starts; within each, uploads start in snapshot order.
@@ -179,8 +184,13 @@ public final class SyncEngine: Sendable {
 
         // A run whose planned uploads were all skipped leaves the marker as it is: it already
         // describes what the remote holds.
-        if markerNeeded && (plan.markerMissing || plan.markerTakenOver || plan.markerStale || !report.uploaded.isEmpty) {
+        // A run that deleted files writes it too: it no longer lists them, and a folder remote
+        // gets back the empty folders the deletes pruned.
+        if markerNeeded && (plan.markerMissing || plan.markerTakenOver || plan.markerStale || !report.uploaded.isEmpty
+            || !report.deleted.isEmpty) {
             if let stop = try checkBeforeWrite() { return stop }
+            // A remote that keeps folders and links itself gets them before the marker that lists them.
+            if !snapshot.tree.isEmpty { report.treeNotes = await storage.makeTreeEntries(snapshot.tree) }
             // The marker describes what the remote holds now: the state, which recorded every
             // upload as it landed (every upload in flight has finished by now). A marker that
             // cannot be made is the local side's failure: it is thrown.
@@ -434,7 +444,7 @@ public final class SyncEngine: Sendable {
         return Plan(
             identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
             uploads: uploads, deletes: deletes,
-            markerNeeded: !uploads.isEmpty || remoteMarker == nil || writer == .takenOver || markerStale,
+            markerNeeded: !uploads.isEmpty || !deletes.isEmpty || remoteMarker == nil || writer == .takenOver || markerStale,
             markerMissing: remoteMarker == nil, markerTakenOver: writer == .takenOver, unchanged: unchanged, kept: kept,
             recordTimes: recordTimes, metadataChanges: metadataChanges, markerStale: markerStale)
     }

@@ -79,6 +79,12 @@ public struct SyncSnapshot: Sendable {
     /// links, which names are hard links): when it differs from the one of the marker written
     /// last, the marker is written again though no file changed. Nil: not compared.
     public var treeDigest: String?
+    /// The folders and symbolic links of the source, made on a remote that keeps them itself
+    /// (a folder remote) by a run that writes its marker; and those the last marker had that
+    /// the source lacks now, removed there first.
+    public var tree: [TreeEntry] = []
+    /// Asked only by a run that writes its marker (reading the last marker's record costs a run).
+    public var treeRemoved: @Sendable () -> [TreeEntry] = { [] }
 
     public init(
         entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,
@@ -235,6 +241,8 @@ public struct SyncReport: Sendable, Equatable {
     /// Files whose mode, times or owner changed while their content did not: recorded in the
     /// marker (and applied to the remote's copy where the provider can), never uploaded.
     public var metadataUpdated: [String] = []
+    /// What making folders and links on the remote could not do (a folder remote).
+    public var treeNotes: [String] = []
 
     public init() {}
 }

@@ -313,6 +313,123 @@ public struct FolderStorage: RemoteStorage {
         }
     }
 
+    // MARK: Folders and links: the remote is a mirror
+
+    public func removeTreeEntries(_ entries: [TreeEntry]) async {
+        guard !readOnly, let rootFD = try? openRoot() else { return }
+        defer { close(rootFD) }
+        // Deepest first, so a folder is empty of the links below it when its turn comes.
+        for entry in entries.reversed() {
+            guard let parts = try? Self.components(of: entry.path), let name = parts.last,
+                  let chain = try? openFolders(parts.dropLast(), under: rootFD, create: false, operation: "removing")
+            else { continue }
+            defer { chain.forEach { close($0) } }
+            let folderFD = chain.last ?? rootFD
+            var info = stat()
+            guard FileName.withCString(name, { fstatat(folderFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else { continue }
+            switch entry.kind {
+            case .symlink where info.st_mode & S_IFMT == S_IFLNK:
+                _ = FileName.withCString(name) { unlinkat(folderFD, $0, 0) }
+            case .folder where info.st_mode & S_IFMT == S_IFDIR:
+                _ = FileName.withCString(name) { unlinkat(folderFD, $0, AT_REMOVEDIR) }  // only when empty
+            default:
+                break
+            }
+        }
+    }
+
+    public func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] {
+        guard !readOnly else { return [] }
+        guard let rootFD = try? openRoot() else { return ["cannot open \(rootForMessages) to make its folders and links"] }
+        defer { close(rootFD) }
+        var failed: [String] = []
+        for entry in entries {
+            guard let parts = try? Self.components(of: entry.path), let name = parts.last else { continue }
+            switch entry.kind {
+            case .folder:
+                guard let chain = try? openFolders(parts, under: rootFD, create: true, operation: "making") else {
+                    failed.append(diskPath(parts))
+                    continue
+                }
+                chain.forEach { close($0) }
+            case .symlink(let target):
+                guard let chain = try? openFolders(parts.dropLast(), under: rootFD, create: true, operation: "making") else {
+                    failed.append(diskPath(parts))
+                    continue
+                }
+                defer { chain.forEach { close($0) } }
+                let folderFD = chain.last ?? rootFD
+                if !Self.placeLink(target, name: name, in: folderFD) {
+                    failed.append(diskPath(parts))
+                    continue
+                }
+                let asRoot = geteuid() == 0
+                if asRoot { _ = FileName.withCString(name) { fchownat(folderFD, $0, uid_t(entry.metadata.uid), gid_t(entry.metadata.gid), AT_SYMLINK_NOFOLLOW) } }
+                let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), Self.timeValue(entry.metadata.mtimeNanoseconds)]
+                _ = FileName.withCString(name) { utimensat(folderFD, $0, times, AT_SYMLINK_NOFOLLOW) }
+            case .file, .hardLink:
+                continue
+            }
+        }
+        // The folders' modes and times last, deepest first: making what is inside changes them.
+        for entry in entries.reversed() where entry.kind == .folder {
+            guard let parts = try? Self.components(of: entry.path),
+                  let chain = try? openFolders(parts, under: rootFD, create: false, operation: "setting")
+            else { continue }
+            defer { chain.forEach { close($0) } }
+            guard let fd = chain.last else { continue }
+            var status = stat()
+            guard fstat(fd, &status) == 0 else { continue }
+            status.st_mode = S_IFDIR | mode_t(entry.metadata.mode & 0o7777)
+            status.st_uid = uid_t(entry.metadata.uid)
+            status.st_gid = gid_t(entry.metadata.gid)
+            status.st_mtim = Self.timeValue(entry.metadata.mtimeNanoseconds)
+            status.st_atim = status.st_mtim
+            if (try? Self.applyMetadata(of: status, to: fd, displayPath: diskPath(parts))) == nil { failed.append(diskPath(parts)) }
+        }
+        guard !failed.isEmpty else { return [] }
+        return ["\(failed.count) folder(s) or link(s) could not be made on \(rootForMessages) as in the source (a link or a file "
+            + "in the way, or a file system without links, such as vfat): the marker records them, and a restore makes them; "
+            + "first: \(failed[0])"]
+    }
+
+    /// Makes the link `name` → `target` in `folderFD`, replacing only a link (this mirror's own,
+    /// retargeted); true when the link is there as wanted.
+    private static func placeLink(_ target: String, name: String, in folderFD: Int32) -> Bool {
+        var info = stat()
+        if FileName.withCString(name, { fstatat(folderFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 {
+            guard info.st_mode & S_IFMT == S_IFLNK else { return false }
+            if readLink(folderFD, name) == target { return true }
+            let temporary = temporaryName()
+            let made = FileName.withCString(target) { targetBytes in symlinkat(targetBytes, folderFD, temporary) }
+            guard made == 0 else { return false }
+            if FileName.withCString(name, { renameat(folderFD, temporary, folderFD, $0) }) != 0 {
+                unlinkat(folderFD, temporary, 0)
+                return false
+            }
+            return true
+        }
+        return FileName.withCString(target) { targetBytes in FileName.withCString(name) { symlinkat(targetBytes, folderFD, $0) } } == 0
+    }
+
+    private static func readLink(_ folderFD: Int32, _ name: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        let count = FileName.withCString(name) { cName in
+            buffer.withUnsafeMutableBufferPointer { raw -> Int in
+                guard let base = raw.baseAddress else { return -1 }
+                return readlinkat(folderFD, cName, base, raw.count)
+            }
+        }
+        guard count >= 0, count < buffer.count else { return nil }
+        return FileName.string(fromBytes: buffer.prefix(count).map { UInt8(bitPattern: $0) })
+    }
+
+    private static func timeValue(_ nanoseconds: Int64) -> timespec {
+        let split = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        let (sec, nsec) = split.remainder < 0 ? (split.quotient - 1, split.remainder + 1_000_000_000) : split
+        return timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))
+    }
+
     /// Makes every completed write durable with one `syncfs` of the root's filesystem.
     public func flush() async throws {
         try mapped {

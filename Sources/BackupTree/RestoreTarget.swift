@@ -139,6 +139,12 @@ public struct RestoreTarget: RestoreStaging {
     public func keep(_ write: StagedWrite, for file: RestoreFile) throws {
         defer { close(write.folderFD) }
         let name = try Self.parts(file.placePath).last ?? ""
+        // The recorded mode, times and owner go on the very descriptor that wrote the bytes:
+        // nothing planted in the staging folder meanwhile can receive them, and placing is
+        // then a rename alone.
+        if let metadata = file.metadata, let code = MetadataSetter(notes: treeNotes).apply(metadata, to: write.fd) {
+            treeNotes.add("the mode, times or owner of \(finalPath(for: file.placePath)) could not be set: \(String(cString: strerror(code)))")
+        }
         guard close(write.fd) == 0 else {
             let code = errno
             unlinkat(write.folderFD, write.temporaryName, 0)
@@ -325,7 +331,6 @@ public struct RestoreTarget: RestoreStaging {
             defer { staging.forEach { close($0) } }
             let from = staging.last ?? rootFD
             let to = target.last ?? rootFD
-            applyFileMetadata(file, folderFD: from, name: name)
             if FileName.withCString(name, { renameat(from, $0, to, $0) }) != 0 {
                 let code = errno
                 throw LocalFileError(path: finalPath, message: "cannot place \(finalPath): \(String(cString: strerror(code)))")

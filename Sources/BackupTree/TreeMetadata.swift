@@ -128,23 +128,6 @@ struct MetadataSetter {
 }
 
 extension RestoreTarget {
-    /// Sets the recorded metadata on the staged copy `name` in `folderFD` before it is placed.
-    func applyFileMetadata(_ file: RestoreFile, folderFD: Int32, name: String) {
-        guard let metadata = file.metadata, let fd = Self.openRegular(folderFD, name) else { return }
-        defer { close(fd) }
-        // Only the file this restore made: its own, with no other name (a hard link planted in
-        // the staging folder in its place would have its mode and owner set on another file).
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_nlink == 1, info.st_uid == geteuid() else {
-            treeNotes.add("the mode, times or owner of \(finalPath(for: file.placePath)) were not set: its staged copy "
-                + "was replaced by a file with other names or another owner")
-            return
-        }
-        if let code = MetadataSetter(notes: treeNotes).apply(metadata, to: fd) {
-            treeNotes.add("the mode, times or owner of \(finalPath(for: file.placePath)) could not be set: \(String(cString: strerror(code)))")
-        }
-    }
-
     /// Once every file is placed (`files`: those placed): hard links made of the pairs whose
     /// both names were placed, folders made
     /// (empty ones too) and symbolic links created where nothing is in the way, then the

@@ -217,4 +217,6 @@ public final class FaultyStorage: RemoteStorage {
     public func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
         try await base.applyMetadata(path, metadata)
     }
+    public func removeTreeEntries(_ entries: [TreeEntry]) async { await base.removeTreeEntries(entries) }
+    public func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { await base.makeTreeEntries(entries) }
 }

@@ -31,6 +31,7 @@ enum SyncCommand {
                 + (report.metadataUpdated.isEmpty ? "" : " (\(report.metadataUpdated.count) with new modes, times or owners, recorded without uploading)")]
             for failure in report.deleteFailures { lines.append("not deleted (retried next run): \(failure.path): \(failure.error.message)") }
             for failure in report.sourceFailures { lines.append("not uploaded (retried next run): \(failure.message)") }
+            for note in report.treeNotes { lines.append("note: \(note)") }
         case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
             result["status"] = "unavailable"
             result["reason"] = Words.key(reason)
