@@ -52,15 +52,51 @@ public struct EntryMetadata: Sendable, Equatable, Hashable, Codable {
         return "\(mode) \(mtimeNanoseconds) \(uid) \(gid)\t\(name(user))\t\(name(group))"
     }
 
-    /// The metadata `recordText` wrote, or nil for text it does not make.
+    /// The metadata `recordText` wrote, or nil for text it does not make (one pass over the
+    /// bytes: a restore record reads it for every file).
     public init?(recordText text: String) {
-        let fields = text.split(separator: "\t", omittingEmptySubsequences: false)
-        guard fields.count == 3 else { return nil }
-        let numbers = fields[0].split(separator: " ")
-        guard numbers.count == 4, let mode = UInt32(numbers[0]), mode <= 0o7777, let mtime = Int64(numbers[1]),
-              let uid = UInt32(numbers[2]), let gid = UInt32(numbers[3]) else { return nil }
-        self.init(mode: mode, mtimeNanoseconds: mtime, uid: uid, gid: gid,
-                  user: fields[1].isEmpty ? nil : String(fields[1]), group: fields[2].isEmpty ? nil : String(fields[2]))
+        var numbers: [Int64] = []
+        numbers.reserveCapacity(4)
+        var names: [String] = []
+        var magnitude: UInt64 = 0, negative = false, digits = 0
+        var nameStart: String.UTF8View.Index?
+        let utf8 = text.utf8
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if let start = nameStart {
+                if byte == UInt8(ascii: "\t") {
+                    names.append(String(text[start..<index]))
+                    nameStart = utf8.index(after: index)
+                }
+            } else if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
+                guard digits > 0, magnitude <= (negative ? 1 << 63 : UInt64(Int64.max)) else { return nil }
+                numbers.append(negative ? Int64(bitPattern: 0 &- magnitude) : Int64(magnitude))
+                magnitude = 0; negative = false; digits = 0
+                if byte == UInt8(ascii: "\t") {
+                    guard numbers.count == 4 else { return nil }
+                    nameStart = utf8.index(after: index)
+                }
+            } else if byte == UInt8(ascii: "-"), digits == 0, !negative {
+                negative = true
+            } else if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), digits < 20 {
+                let (scaled, overflow) = magnitude.multipliedReportingOverflow(by: 10)
+                let (sum, carry) = scaled.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+                guard !overflow, !carry else { return nil }
+                magnitude = sum
+                digits += 1
+            } else {
+                return nil
+            }
+            index = utf8.index(after: index)
+        }
+        guard let start = nameStart, names.count == 1 else { return nil }
+        names.append(String(text[start..<utf8.endIndex]))
+        guard (0...0o7777).contains(numbers[0]), let uid = UInt32(exactly: numbers[2]), let gid = UInt32(exactly: numbers[3]) else {
+            return nil
+        }
+        self.init(mode: UInt32(numbers[0]), mtimeNanoseconds: numbers[1], uid: uid, gid: gid,
+                  user: names[0].isEmpty ? nil : names[0], group: names[1].isEmpty ? nil : names[1])
     }
 }
 
