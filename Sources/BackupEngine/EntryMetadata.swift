@@ -126,3 +126,25 @@ public func clampedNanoseconds(_ time: timespec) -> Int64 {
     let (sum, sumOverflow) = scaled.addingReportingOverflow(Int64(time.tv_nsec))
     return sumOverflow ? .max : sum
 }
+
+/// The timespec of `nanoseconds` since 1970 (a time before 1970 borrows a second, so the
+/// nanoseconds stay in 0..<1e9).
+public func timespecOf(nanoseconds: Int64) -> timespec {
+    let split = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+    let (sec, nsec) = split.remainder < 0 ? (split.quotient - 1, split.remainder + 1_000_000_000) : split
+    return timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))
+}
+
+/// The target of the symbolic link `name` in `folderFD` (FileName's codec, byte-exact), read
+/// without following it; nil when it is not a link or cannot be read.
+public func readLinkTarget(_ folderFD: Int32, _ name: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: 4097)
+    let count = FileName.withCString(name) { cName in
+        buffer.withUnsafeMutableBufferPointer { raw -> Int in
+            guard let base = raw.baseAddress else { return -1 }
+            return readlinkat(folderFD, cName, base, raw.count)
+        }
+    }
+    guard count >= 0, count < buffer.count else { return nil }
+    return FileName.string(fromBytes: buffer.prefix(count).map { UInt8(bitPattern: $0) })
+}

@@ -303,9 +303,7 @@ public struct FolderStorage: RemoteStorage {
             source.st_mode = (source.st_mode & S_IFMT) | mode_t(metadata.mode)
             source.st_uid = uid_t(metadata.uid)
             source.st_gid = gid_t(metadata.gid)
-            let seconds = metadata.mtimeNanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
-            let (sec, nsec) = seconds.remainder < 0 ? (seconds.quotient - 1, seconds.remainder + 1_000_000_000) : seconds
-            source.st_mtim = timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))
+            source.st_mtim = timespecOf(nanoseconds: metadata.mtimeNanoseconds)
             try Self.applyMetadata(of: source, to: fd, displayPath: diskPath(parts))
             var now = stat()
             guard fstat(fd, &now) == 0 else { throw SystemCallFailure(code: errno, operation: "reading", path: diskPath(parts)) }
@@ -365,7 +363,7 @@ public struct FolderStorage: RemoteStorage {
                 }
                 let asRoot = geteuid() == 0
                 if asRoot { _ = FileName.withCString(name) { fchownat(folderFD, $0, uid_t(entry.metadata.uid), gid_t(entry.metadata.gid), AT_SYMLINK_NOFOLLOW) } }
-                let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), Self.timeValue(entry.metadata.mtimeNanoseconds)]
+                let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespecOf(nanoseconds: entry.metadata.mtimeNanoseconds)]
                 _ = FileName.withCString(name) { utimensat(folderFD, $0, times, AT_SYMLINK_NOFOLLOW) }
             case .file, .hardLink:
                 continue
@@ -383,7 +381,7 @@ public struct FolderStorage: RemoteStorage {
             status.st_mode = S_IFDIR | mode_t(entry.metadata.mode & 0o7777)
             status.st_uid = uid_t(entry.metadata.uid)
             status.st_gid = gid_t(entry.metadata.gid)
-            status.st_mtim = Self.timeValue(entry.metadata.mtimeNanoseconds)
+            status.st_mtim = timespecOf(nanoseconds: entry.metadata.mtimeNanoseconds)
             status.st_atim = status.st_mtim
             if (try? Self.applyMetadata(of: status, to: fd, displayPath: diskPath(parts))) == nil { failed.append(diskPath(parts)) }
         }
@@ -399,7 +397,7 @@ public struct FolderStorage: RemoteStorage {
         var info = stat()
         if FileName.withCString(name, { fstatat(folderFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 {
             guard info.st_mode & S_IFMT == S_IFLNK else { return false }
-            if readLink(folderFD, name) == target { return true }
+            if readLinkTarget(folderFD, name) == target { return true }
             let temporary = temporaryName()
             let made = FileName.withCString(target) { targetBytes in symlinkat(targetBytes, folderFD, temporary) }
             guard made == 0 else { return false }
@@ -410,24 +408,6 @@ public struct FolderStorage: RemoteStorage {
             return true
         }
         return FileName.withCString(target) { targetBytes in FileName.withCString(name) { symlinkat(targetBytes, folderFD, $0) } } == 0
-    }
-
-    private static func readLink(_ folderFD: Int32, _ name: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let count = FileName.withCString(name) { cName in
-            buffer.withUnsafeMutableBufferPointer { raw -> Int in
-                guard let base = raw.baseAddress else { return -1 }
-                return readlinkat(folderFD, cName, base, raw.count)
-            }
-        }
-        guard count >= 0, count < buffer.count else { return nil }
-        return FileName.string(fromBytes: buffer.prefix(count).map { UInt8(bitPattern: $0) })
-    }
-
-    private static func timeValue(_ nanoseconds: Int64) -> timespec {
-        let split = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
-        let (sec, nsec) = split.remainder < 0 ? (split.quotient - 1, split.remainder + 1_000_000_000) : split
-        return timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))
     }
 
     /// Makes every completed write durable with one `syncfs` of the root's filesystem.

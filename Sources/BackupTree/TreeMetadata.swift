@@ -92,11 +92,8 @@ struct MetadataSetter {
     }
 
     static func times(_ metadata: EntryMetadata) -> [timespec] {
-        let seconds = metadata.mtimeNanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
-        // A time before 1970 has a negative remainder: borrow a second.
-        let (sec, nsec) = seconds.remainder < 0 ? (seconds.quotient - 1, seconds.remainder + 1_000_000_000) : seconds
         // UTIME_OMIT ((1 << 30) - 2, a macro Swift does not import): the access time is left as it is.
-        return [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))]
+        [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespecOf(nanoseconds: metadata.mtimeNanoseconds)]
     }
 
     /// Sets `metadata` on the open file or folder `fd`: owner first (chown clears setuid
@@ -162,7 +159,7 @@ extension RestoreTarget {
             let folderFD = chain.last ?? rootFD
             var info = stat()
             if FileName.withCString(name, { fstatat(folderFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 {
-                if info.st_mode & S_IFMT == S_IFLNK, Self.readLink(folderFD, name) == target {
+                if info.st_mode & S_IFMT == S_IFLNK, readLinkTarget(folderFD, name) == target {
                     setter.applyToLink(entry.metadata, folderFD: folderFD, name: name)
                 } else {
                     treeNotes.add("not made: the symbolic link \(finalPath(for: entry.path)): something else is there")
@@ -223,17 +220,5 @@ extension RestoreTarget {
             return
         }
         if FileName.withCString(secondName, { renameat(toFD, temporary, toFD, $0) }) != 0 { unlinkat(toFD, temporary, 0) }
-    }
-
-    static func readLink(_ folderFD: Int32, _ name: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let count = FileName.withCString(name) { cName in
-            buffer.withUnsafeMutableBufferPointer { raw -> Int in
-                guard let base = raw.baseAddress else { return -1 }
-                return readlinkat(folderFD, cName, base, raw.count)
-            }
-        }
-        guard count >= 0, count < buffer.count else { return nil }
-        return FileName.string(fromBytes: buffer.prefix(count).map { UInt8(bitPattern: $0) })
     }
 }
