@@ -616,29 +616,7 @@ public struct Marker: Sendable, Equatable {
     ) throws(MarkerError) -> String? {
         if field.count == 1, field[0] == dash { return nil }
         if field.count == 2, field[0] == backslash, field[1] == dash { return "-" }
-        guard field.contains(backslash) else {
-            guard let name = String(validating: field, as: UTF8.self) else { throw fail("name is not valid UTF-8") }
-            return name
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(field.count)
-        var index = 0
-        while index < field.count {
-            let byte = field[index]
-            index += 1
-            guard byte == backslash else {
-                out.append(byte)
-                continue
-            }
-            guard index < field.count else { throw fail("a name ends with a lone backslash") }
-            switch field[index] {
-            case backslash: out.append(backslash)
-            case UInt8(ascii: "s"): out.append(space)
-            case UInt8(ascii: "n"): out.append(newline)
-            default: throw fail("unknown escape in a name")
-            }
-            index += 1
-        }
+        let out = try unescaped(field, fail, name: true)
         guard let name = String(validating: out, as: UTF8.self) else { throw fail("name is not valid UTF-8") }
         return name
     }
@@ -662,8 +640,10 @@ public struct Marker: Sendable, Equatable {
         return MarkerGroup(name: name, required: required, patterns: [], order: order)
     }
 
+    /// The bytes of an escaped field: `\\` and `\n`, and for a user or group name (`name`)
+    /// also `\s` for a space.
     private static func unescaped(
-        _ field: UnsafeBufferPointer<UInt8>, _ fail: (String) -> MarkerError
+        _ field: UnsafeBufferPointer<UInt8>, _ fail: (String) -> MarkerError, name: Bool = false
     ) throws(MarkerError) -> [UInt8] {
         guard field.contains(backslash) else { return Array(field) }
         var out: [UInt8] = []
@@ -676,11 +656,12 @@ public struct Marker: Sendable, Equatable {
                 out.append(byte)
                 continue
             }
-            guard index < field.count else { throw fail("ends with a lone backslash") }
+            guard index < field.count else { throw fail(name ? "a name ends with a lone backslash" : "ends with a lone backslash") }
             switch field[index] {
             case backslash: out.append(backslash)
             case UInt8(ascii: "n"): out.append(newline)
-            default: throw fail("unknown escape")
+            case UInt8(ascii: "s") where name: out.append(space)
+            default: throw fail(name ? "unknown escape in a name" : "unknown escape")
             }
             index += 1
         }
