@@ -48,13 +48,9 @@ final class TransferMeter: Sendable {
 }
 
 /// Wraps a provider to tell the job which file is moving and how many bytes have moved.
-struct ObservedStorage: RemoteStorage {
+struct ObservedStorage: ForwardingStorage {
     let base: any RemoteStorage
     let onTransfer: @Sendable (_ path: String, _ finishedBytes: Int64?) -> Void
-
-    func identityKey() async throws -> String? { try await base.identityKey() }
-    func ensureIdentityKey() async throws -> String? { try await base.ensureIdentityKey() }
-    func list() async throws -> [RemoteFile] { try await base.list() }
 
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
         onTransfer(path, nil)
@@ -70,8 +66,6 @@ struct ObservedStorage: RemoteStorage {
         return file
     }
 
-    func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }
-
     func downloadFile(
         _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
     ) async throws {
@@ -80,23 +74,12 @@ struct ObservedStorage: RemoteStorage {
         var info = stat()
         onTransfer(path, fstat(fd, &info) == 0 ? Int64(info.st_size) : 0)
     }
-
-    func delete(_ path: String) async throws { try await base.delete(path) }
-    func prefetch(_ paths: [String]) async { await base.prefetch(paths) }
-    func flush() async throws { try await base.flush() }
-    func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { base.isSameVersion(recorded: recorded, listed: listed) }
-    func sweepTemporaries() async throws -> Int { try await base.sweepTemporaries() }
-    func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
-        try await base.applyMetadata(path, metadata)
-    }
-    func removeTreeEntries(_ entries: [TreeEntry]) async { await base.removeTreeEntries(entries) }
-    func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { await base.makeTreeEntries(entries) }
 }
 
 /// Starts the remote's listing at once, so it runs while the source is scanned, and hands
 /// it to the engine's first `list()` (later calls list again). Used only once the gate has
 /// said the remote may be used, so rule 1 still holds: no remote call before the gate.
-final class PrefetchedListing: RemoteStorage {
+final class PrefetchedListing: ForwardingStorage {
     let base: any RemoteStorage
     private let first: Mutex<Task<[RemoteFile], any Error>?>
 
@@ -116,9 +99,19 @@ final class PrefetchedListing: RemoteStorage {
         }
         return try await base.list()
     }
+}
 
+/// A provider wrapped to watch or change some of its calls: every call it does not declare
+/// itself goes to `base`. One place forwards them all, so a capability added to
+/// `RemoteStorage` (whose default is to do nothing) cannot be lost in one wrapper.
+protocol ForwardingStorage: RemoteStorage {
+    var base: any RemoteStorage { get }
+}
+
+extension ForwardingStorage {
     func identityKey() async throws -> String? { try await base.identityKey() }
     func ensureIdentityKey() async throws -> String? { try await base.ensureIdentityKey() }
+    func list() async throws -> [RemoteFile] { try await base.list() }
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { try await base.writeBytes(path, data) }
     func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { try await base.writeFile(path, from: localPath) }
     func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }
