@@ -140,14 +140,31 @@ extension BackupApp {
             let unreadable = Set(scan.unreadableFolders)
             let restoreIncomplete = !pendingRestore.isEmpty
             let markerState = state
+            // The last marker's folders and links this scan did not see, read from the state
+            // once, and only by a run that writes its marker: those still kept go into the new
+            // marker, the others are gone from the source (and removed from a mirror).
+            let unseen = Mutex<(kept: [TreeEntry], gone: [TreeEntry])?>(nil)
+            let unseenTree: @Sendable () throws -> (kept: [TreeEntry], gone: [TreeEntry]) = {
+                try unseen.withLock { cached in
+                    if let cached { return cached }
+                    let seen = Set(tree.map(\.path))
+                    var split: (kept: [TreeEntry], gone: [TreeEntry]) = ([], [])
+                    for entry in try markerState.treeEntries() where !seen.contains(entry.path) {
+                        if restoreIncomplete || unreadable.contains(entry.path) || keep(entry.path) {
+                            split.kept.append(entry)
+                        } else {
+                            split.gone.append(entry)
+                        }
+                    }
+                    cached = split
+                    return split
+                }
+            }
             let writtenTree = Mutex<[TreeEntry]?>(nil)
             var snapshot = SyncSnapshot(
                 entries: entries, makeMarker: { held in
-                    let seen = Set(tree.map(\.path))
-                    let carried = try markerState.treeEntries().filter { entry in
-                        !seen.contains(entry.path) && (restoreIncomplete || unreadable.contains(entry.path) || keep(entry.path))
-                    }
-                    let full = carried.isEmpty ? tree : (tree + carried).sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+                    let carried = try unseenTree().kept
+                    let full = carried.isEmpty ? tree : ByteOrder.sorted(tree + carried, by: \.path)
                     writtenTree.withLock { $0 = full }
                     return try BackupApp.marker(writerProfile, held: held, tree: full, hardLinks: links)
                 },
@@ -155,12 +172,7 @@ extension BackupApp {
                 allowMissingRemote: request.allowMissingRemote, writer: writer)
             snapshot.treeDigest = Self.treeDigest(tree, hardLinks: hardLinks)
             snapshot.tree = tree
-            snapshot.treeRemoved = {
-                let seen = Set(tree.map(\.path))
-                return ((try? markerState.treeEntries()) ?? []).filter { entry in
-                    !seen.contains(entry.path) && !(restoreIncomplete || unreadable.contains(entry.path) || keep(entry.path))
-                }
-            }
+            snapshot.treeRemoved = { (try? unseenTree())?.gone ?? [] }
 
             let meter = TransferMeter()
             let storage = meter.observing(base)
@@ -285,7 +297,7 @@ extension BackupApp {
             }
             text += Array("\u{0}\(meta.mode) \(meta.mtimeNanoseconds) \(meta.uid) \(meta.gid)\n".utf8)
         }
-        for (path, first) in hardLinks.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+        for (path, first) in ByteOrder.sorted(Array(hardLinks), by: \.key) {
             text += Array("K\u{0}\(path)\u{0}\(first)\n".utf8)
         }
         return SHA256Hasher.hex(Data(text))

@@ -135,6 +135,12 @@ public func timespecOf(nanoseconds: Int64) -> timespec {
     return timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))
 }
 
+/// The times for `futimens`/`utimensat` that set the modification time to `nanoseconds` and
+/// leave the access time as it is (UTIME_OMIT, (1 << 30) - 2: a macro Swift does not import).
+public func modificationTimes(nanoseconds: Int64) -> [timespec] {
+    [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespecOf(nanoseconds: nanoseconds)]
+}
+
 /// The target of the symbolic link `name` in `folderFD` (FileName's codec, byte-exact), read
 /// without following it; nil when it is not a link or cannot be read.
 public func readLinkTarget(_ folderFD: Int32, _ name: String) -> String? {

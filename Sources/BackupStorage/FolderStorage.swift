@@ -363,7 +363,7 @@ public struct FolderStorage: RemoteStorage {
                 }
                 let asRoot = geteuid() == 0
                 if asRoot { _ = FileName.withCString(name) { fchownat(folderFD, $0, uid_t(entry.metadata.uid), gid_t(entry.metadata.gid), AT_SYMLINK_NOFOLLOW) } }
-                let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespecOf(nanoseconds: entry.metadata.mtimeNanoseconds)]
+                let times = modificationTimes(nanoseconds: entry.metadata.mtimeNanoseconds)
                 _ = FileName.withCString(name) { utimensat(folderFD, $0, times, AT_SYMLINK_NOFOLLOW) }
             case .file, .hardLink:
                 continue

@@ -128,22 +128,15 @@ public enum RestorePlanner {
         }
         // Every folder that holds something of the restore: a link may not stand there.
         var holders = Set<String>()
-        func addParents(_ path: String) {
-            var parts = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
-            while !parts.isEmpty {
-                guard holders.insert(parts.joined(separator: "/")).inserted else { return }
-                parts = parts.dropLast()
-            }
-        }
-        for file in files { addParents(file.placePath) }
-        for entry in tree { addParents(entry.path) }
+        for file in files { insertFolders(of: file.placePath, into: &holders) }
+        for entry in tree { insertFolders(of: entry.path, into: &holders) }
         tree.removeAll { entry in
             guard case .symlink = entry.kind, holders.contains(entry.path) else { return false }
             refused.append(RefusedPath(remotePath: entry.path, reason: "it is a symbolic link, and files of the backup lie below it; "
                 + "making it would put them behind a link"))
             return true
         }
-        return tree.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        return ByteOrder.sorted(tree, by: \.path)
     }
 }
 

@@ -91,10 +91,6 @@ struct MetadataSetter {
         return mode_t(metadata.mode & 0o777)
     }
 
-    static func times(_ metadata: EntryMetadata) -> [timespec] {
-        // UTIME_OMIT ((1 << 30) - 2, a macro Swift does not import): the access time is left as it is.
-        [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespecOf(nanoseconds: metadata.mtimeNanoseconds)]
-    }
 
     /// Sets `metadata` on the open file or folder `fd`: owner first (chown clears setuid
     /// bits), then mode, then times; each step is tried whatever the others did (a file
@@ -107,7 +103,7 @@ struct MetadataSetter {
             if fchown(fd, uid, gid) != 0 { failure = failure ?? errno }
         }
         if fchmod(fd, mode(metadata)) != 0 { failure = failure ?? errno }
-        let times = Self.times(metadata)
+        let times = modificationTimes(nanoseconds: metadata.mtimeNanoseconds)
         if futimens(fd, times) != 0 { failure = failure ?? errno }
         return failure
     }
@@ -119,7 +115,7 @@ struct MetadataSetter {
             let (uid, gid) = owner(metadata)
             _ = FileName.withCString(name) { fchownat(folderFD, $0, uid, gid, AT_SYMLINK_NOFOLLOW) }
         }
-        let times = Self.times(metadata)
+        let times = modificationTimes(nanoseconds: metadata.mtimeNanoseconds)
         _ = FileName.withCString(name) { utimensat(folderFD, $0, times, AT_SYMLINK_NOFOLLOW) }
     }
 }
@@ -178,10 +174,7 @@ extension RestoreTarget {
         // Folders last, deepest first: placing below a folder changes its mtime. A folder that
         // still waits for files keeps its defaults until the restore that places them.
         var waiting = Set<String>()
-        for path in pending {
-            var parts = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
-            while !parts.isEmpty, waiting.insert(parts.joined(separator: "/")).inserted { parts = parts.dropLast() }
-        }
+        for path in pending { insertFolders(of: path, into: &waiting) }
         for entry in tree.reversed() where entry.kind == .folder && !waiting.contains(entry.path) {
             guard let parts = try? Self.parts(entry.path),
                   let chain = try? openFolderChain(parts, under: rootFD, create: false, operation: "setting", displayRoot: root)
@@ -221,4 +214,11 @@ extension RestoreTarget {
         }
         if FileName.withCString(secondName, { renameat(toFD, temporary, toFD, $0) }) != 0 { unlinkat(toFD, temporary, 0) }
     }
+}
+
+/// Adds the folders `path` lies in ("a/b" and "a" for "a/b/c") to `folders`, stopping at the
+/// first already there (its own folders are then there too).
+func insertFolders(of path: String, into folders: inout Set<String>) {
+    var parts = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+    while !parts.isEmpty, folders.insert(parts.joined(separator: "/")).inserted { parts = parts.dropLast() }
 }
