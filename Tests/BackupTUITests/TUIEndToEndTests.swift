@@ -239,7 +239,8 @@ final class TUIEndToEndTests: XCTestCase {
             try tmux.press("p")
             try tmux.wait(for: "Place group \"photos\"?")
             try tmux.press("q")
-            let asked = try tmux.wait(for: "Quit?")
+            // The whole question, not its first line: a capture can land while it is drawn.
+            let asked = try tmux.wait(for: "the quit question") { $0.contains("Quit?") && $0.contains("stops it cleanly") }
             XCTAssertTrue(asked.contains("stops it cleanly"), asked)
             try tmux.press("y")
             XCTAssertEqual(try tmux.exitStatus(), 130, "interrupted")
