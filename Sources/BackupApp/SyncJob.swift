@@ -101,12 +101,15 @@ extension BackupApp {
             events(.phase("scanning"))
             let scanner = TreeScanner(
                 root: profile.source, options: ScanOptions(excludes: patterns.excludes, sizeCompared: patterns.sizeCompared))
-            let scan = try scanner.scan(cache: try state.fingerprints())
+            var scan = try scanner.scan(cache: try state.fingerprintCache())
             events(.scanned(files: scan.files, bytes: scan.bytes, hashedFiles: scan.hashedFiles))
             for note in scan.notes { events(.note(path: note.path, message: note.message)) }
             if !request.dryRun {
                 try state.updateFingerprints(scan.newFingerprints, removing: scan.removedFingerprints)
             }
+            // Written: not held for the rest of the run (a first scan's are every file's).
+            scan.newFingerprints = [:]
+            scan.removedFingerprints = []
 
             // What stays on the remote though the source lacks it is decided by the engine
             // from its listing, never from the state cache alone: keep_remotely patterns,
@@ -117,7 +120,7 @@ extension BackupApp {
             var pendingRestore = try state.restorePending()
             if !request.dryRun && !pendingRestore.isEmpty {
                 // A file back in the source is the source's again.
-                let present = Set(entries.compactMap { if case .file = $0.source { $0.path } else { nil } })
+                let present = Set(entries.compactMap { $0.isLocalFile ? $0.path : nil })
                 let back = pendingRestore.filter(present.contains)
                 try state.removeRestorePending(back)
                 pendingRestore.removeAll { present.contains($0) }
@@ -170,6 +173,7 @@ extension BackupApp {
                 },
                 isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep,
                 allowMissingRemote: request.allowMissingRemote, writer: writer)
+            snapshot.localRoot = scan.localRoot
             snapshot.treeDigest = Self.treeDigest(tree, hardLinks: hardLinks)
             snapshot.tree = tree
             snapshot.treeRemoved = { (try? unseenTree())?.gone ?? [] }
@@ -258,8 +262,8 @@ extension BackupApp {
             guard let metadata = entry.metadata else { continue }
             var kind = EntryKind.file
             // A hard link only of a first name the remote holds with the same bytes.
-            if let first = hardLinks[entry.path], let original = heldEntry(first), original.hash != nil,
-               original.hash == entry.hash, original.size == entry.size {
+            if let first = hardLinks[entry.path], let original = heldEntry(first), original.digest != nil,
+               original.digest == entry.digest, original.size == entry.size {
                 kind = .hardLink(to: first)
             }
             markerEntries[entry.path] = MarkerEntry(kind: kind, size: entry.size, metadata: names.named(metadata))

@@ -32,6 +32,12 @@ public enum ByteOrder {
         return items.sorted { compare(key($0), key($1)) < 0 }
     }
 
+    /// Sorts `items` in place by the bytes of `key` (a sorted input is only checked).
+    public static func sort<T>(_ items: inout [T], by key: (T) -> String) {
+        if isSorted(items.lazy.map(key)) { return }
+        items.sort { compare(key($0), key($1)) < 0 }
+    }
+
     /// The indices of `keys` in byte order of the keys, equal keys in index order.
     public static func sortedIndices(_ keys: [String]) -> [Int] {
         let indices = Array(keys.indices)

@@ -237,6 +237,20 @@ struct Row {
         return String(cString: text)
     }
 
+    /// The bytes of a text column (empty for NULL), valid only inside `body`.
+    func withTextBytes<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        let text = sqlite3_column_text(statement, column)
+        let count = text == nil ? 0 : Int(sqlite3_column_bytes(statement, column))
+        return try body(UnsafeBufferPointer(start: text, count: count))
+    }
+
+    /// A SHA-256 stored as hex text, read without making a String; nil for NULL or other text.
+    func digest(_ column: Int32) -> SHA256Digest? {
+        guard let text = sqlite3_column_text(statement, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return SHA256Digest(hexDigits: UnsafeBufferPointer(start: text, count: count))
+    }
+
     func blob(_ column: Int32) -> Data {
         let count = Int(sqlite3_column_bytes(statement, column))
         guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return Data() }

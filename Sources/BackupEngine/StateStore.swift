@@ -13,7 +13,7 @@ public struct StateEntry: Sendable, Equatable {
     public var size: Int64
     /// The SHA-256 uploaded for a hash-compared entry; nil for size-compared or adopted
     /// entries (hash unknown).
-    public var hash: String?
+    public var digest: SHA256Digest?
     public var remoteId: String?
     /// The local modification time (ns) a size-compared file had when it was uploaded, or
     /// when it was first found unchanged after an adoption; nil when none is recorded.
@@ -26,12 +26,28 @@ public struct StateEntry: Sendable, Equatable {
     public init(
         path: String, size: Int64, hash: String?, remoteId: String?, mtimeNanoseconds: Int64? = nil, metadata: EntryMetadata? = nil
     ) {
+        self.init(
+            path: path, size: size, digest: hash.flatMap(SHA256Digest.init(hex:)), remoteId: remoteId,
+            mtimeNanoseconds: mtimeNanoseconds, metadata: metadata)
+    }
+
+    public init(
+        path: String, size: Int64, digest: SHA256Digest?, remoteId: String?, mtimeNanoseconds: Int64? = nil,
+        metadata: EntryMetadata? = nil
+    ) {
         self.path = path
         self.size = size
-        self.hash = hash
+        self.digest = digest
         self.remoteId = remoteId
         self.mtimeNanoseconds = mtimeNanoseconds
         self.metadata = metadata
+    }
+
+    /// The SHA-256 as lowercase hex; nil when none is recorded (text that is not 64 hex
+    /// digits records none).
+    public var hash: String? {
+        get { digest?.hex }
+        set { digest = newValue.flatMap(SHA256Digest.init(hex:)) }
     }
 }
 
@@ -41,15 +57,24 @@ public struct Fingerprint: Sendable, Equatable {
     public var size: Int64
     public var mtimeNanoseconds: Int64
     public var inode: UInt64
-    /// The SHA-256 (lowercase hex) the file had.
-    public var hash: String
+    /// The SHA-256 the file had.
+    public var digest: SHA256Digest
 
-    public init(size: Int64, mtimeNanoseconds: Int64, inode: UInt64, hash: String) {
+    public init(size: Int64, mtimeNanoseconds: Int64, inode: UInt64, digest: SHA256Digest) {
         self.size = size
         self.mtimeNanoseconds = mtimeNanoseconds
         self.inode = inode
-        self.hash = hash
+        self.digest = digest
     }
+
+    /// The fingerprint with the SHA-256 spelt `hash` (64 hex digits); nil for other text.
+    public init?(size: Int64, mtimeNanoseconds: Int64, inode: UInt64, hash: String) {
+        guard let digest = SHA256Digest(hex: hash) else { return nil }
+        self.init(size: size, mtimeNanoseconds: mtimeNanoseconds, inode: inode, digest: digest)
+    }
+
+    /// The SHA-256 as lowercase hex.
+    public var hash: String { digest.hex }
 
     /// Whether a file with this size, mtime and inode is the one that was hashed.
     public func matches(size: Int64, mtimeNanoseconds: Int64, inode: UInt64) -> Bool {
@@ -136,8 +161,21 @@ public final class StateStore: Sendable {
     public func sortedEntries() throws -> [StateEntry] {
         try withDB { db in
             var result: [StateEntry] = []
+            // Sized first: an array grown by doubling holds up to twice its entries at its peak.
+            try db.run("SELECT count(*) FROM entries") { row in result.reserveCapacity(Int(row.int(0))) }
             try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in result.append(Self.entry(row)) }
             return result
+        }
+    }
+
+    /// Calls `body` with every entry in path order (bytes), one at a time: the whole state
+    /// is never held. `body` must not use this store (its connection is busy meanwhile).
+    public func forEachSortedEntry(_ body: (StateEntry) throws -> Void) throws {
+        try withDB { db in
+            // `run` takes an optional (so escaping) closure but calls it only before it returns.
+            try withoutActuallyEscaping(body) { body in
+                try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in try body(Self.entry(row)) }
+            }
         }
     }
 
@@ -149,7 +187,7 @@ public final class StateStore: Sendable {
             metadata = EntryMetadata(mode: UInt32(truncatingIfNeeded: mode), mtimeNanoseconds: mtime,
                                      uid: UInt32(truncatingIfNeeded: uid), gid: UInt32(truncatingIfNeeded: gid))
         }
-        return StateEntry(path: row.text(0) ?? "", size: row.int(1), hash: row.text(2), remoteId: row.text(3),
+        return StateEntry(path: row.text(0) ?? "", size: row.int(1), digest: row.digest(2), remoteId: row.text(3),
                           mtimeNanoseconds: row.optionalInt(4), metadata: metadata)
     }
 
@@ -305,11 +343,32 @@ public final class StateStore: Sendable {
     public func fingerprints() throws -> [String: Fingerprint] {
         try withDB { db in
             var result: [String: Fingerprint] = [:]
+            try db.run("SELECT count(*) FROM fingerprints") { row in result.reserveCapacity(Int(row.int(0))) }
             try db.run("SELECT path, size, mtime_ns, inode, hash FROM fingerprints") { row in
+                // A row whose hash is not a digest is no fingerprint: the file is read again.
+                guard let digest = row.digest(4) else { return }
                 result[row.text(0) ?? ""] = Fingerprint(
-                    size: row.int(1), mtimeNanoseconds: row.int(2), inode: UInt64(bitPattern: row.int(3)), hash: row.text(4) ?? "")
+                    size: row.int(1), mtimeNanoseconds: row.int(2), inode: UInt64(bitPattern: row.int(3)), digest: digest)
             }
             return result
+        }
+    }
+
+    /// The fingerprint cache, compact, for a scan (`fingerprints()` as a dictionary costs
+    /// about four times the memory).
+    public func fingerprintCache() throws -> FingerprintCache {
+        try withDB { db in
+            var cache = FingerprintCache()
+            try db.run("SELECT count(*), coalesce(sum(length(CAST(path AS BLOB))), 0) FROM fingerprints") { row in
+                cache.reserveCapacity(Int(row.int(0)), pathBytes: Int(row.int(1)))
+            }
+            try db.run("SELECT path, size, mtime_ns, inode, hash FROM fingerprints ORDER BY path") { row in
+                // A row whose hash is not a digest is no fingerprint: the file is read again.
+                guard let digest = row.digest(4) else { return }
+                let print = Fingerprint(size: row.int(1), mtimeNanoseconds: row.int(2), inode: UInt64(bitPattern: row.int(3)), digest: digest)
+                row.withTextBytes(0) { cache.append(path: $0, print) }
+            }
+            return cache
         }
     }
 

@@ -134,9 +134,11 @@ public final class SyncEngine: Sendable {
 
         // Rule 7 with `transfers` uploads in flight: size-compared ones all finish before
         // the first hash-compared one starts; within each, uploads start in snapshot order.
-        let sizePhase = uploads.prefix { $0.hash == nil }
-        for phase in [Array(sizePhase), Array(uploads.dropFirst(sizePhase.count))] where !phase.isEmpty {
-            if let stop = try await uploadPhase(phase, report: &report, done: &done, total: total, onProgress: onProgress) {
+        let sizePhase = uploads.prefix { snapshot.entries[$0].digest == nil }
+        for phase in [sizePhase, uploads.dropFirst(sizePhase.count)] where !phase.isEmpty {
+            if let stop = try await uploadPhase(
+                phase, of: snapshot, report: &report, done: &done, total: total, onProgress: onProgress)
+            {
                 return stop
             }
         }
@@ -245,8 +247,9 @@ public final class SyncEngine: Sendable {
             default: false
             }
         }
-        /// Size-compared uploads first, then hash-compared in snapshot order (rule 7).
-        var uploads: [SyncEntry]
+        /// Size-compared uploads first, then hash-compared in snapshot order (rule 7): indices
+        /// of the snapshot's entries (not copies of them: a first run uploads every file).
+        var uploads: [Int]
         var deletes: [String]
         var markerNeeded: Bool
         /// Whether the remote holds no marker now.
@@ -286,11 +289,11 @@ public final class SyncEngine: Sendable {
         case other(String)
     }
 
-    private func markerWriter(_ snapshot: SyncSnapshot, listing: [RemoteFile]) async throws -> MarkerWriter {
-        guard let check = snapshot.writer, let marker = listing.first(where: { $0.path == markerPath }) else { return .ours }
+    private func markerWriter(_ snapshot: SyncSnapshot, marker: RemoteFile?, listedFiles: Int) async throws -> MarkerWriter {
+        guard let check = snapshot.writer, let marker else { return .ours }
         if let id = marker.remoteId, try state.meta(Self.ownMarkerKey) == "\(marker.size) \(id)" { return .ours }
         // A marker larger than any backup of this listing can need is not one of ours to read.
-        guard marker.size <= Int64(Probe.markerSizeLimit(listedFiles: listing.count)) else { return .takenOver }
+        guard marker.size <= Int64(Probe.markerSizeLimit(listedFiles: listedFiles)) else { return .takenOver }
         let bytes: Data
         do {
             bytes = try await storage.readBytes(markerPath)
@@ -303,11 +306,13 @@ public final class SyncEngine: Sendable {
         return .other(writer)
     }
 
+    /// - Parameters:
+    ///   - remoteMarker: the listed marker, if any.
+    ///   - remoteFiles: the other listed files, taken (sorted in place: not copied).
     private func makePlan(
-        _ snapshot: SyncSnapshot, listing: [RemoteFile], providerKey: String?, writer: MarkerWriter = .ours
+        _ snapshot: SyncSnapshot, remoteMarker: RemoteFile?, remoteFiles: consuming [RemoteFile], providerKey: String?,
+        writer: MarkerWriter = .ours
     ) throws -> Plan {
-        let remoteMarker = listing.first { $0.path == markerPath }
-        let remoteFiles = listing.filter { $0.path != markerPath }
 
         // Rule 3: the provider's identity, else the marker's remote id, else "".
         let identity = providerKey ?? remoteMarker?.remoteId ?? ""
@@ -320,98 +325,27 @@ public final class SyncEngine: Sendable {
         let syncedBefore = try state.lastSync() != nil
         let everSynced = change == .reset ? false : syncedBefore
 
+        let staleFlag = try state.meta(Self.markerStaleKey) != nil
+        let writtenDigest = change == .reset ? nil : try state.meta(Self.treeDigestKey)
+
         // Three lists sorted by the paths' bytes, joined by merging rather than hashing: a
         // large tree that changed nothing spends its time here. Paths are compared as bytes,
-        // so two names that differ only in Unicode normalisation stay two files.
-        let stored = change == .reset ? [] : try state.sortedEntries()
-        let remote = ByteOrder.sorted(remoteFiles, by: \.path)
-        let local = ByteOrder.sortedIndices(snapshot.entries.map(\.path))
+        // so two names that differ only in Unicode normalisation stay two files. The state's
+        // entries are read as a stream in its path order, never all held at once.
+        ByteOrder.sort(&remoteFiles, by: \.path)
+        let remote = remoteFiles
+        var merge = PlanMerge(
+            snapshot: snapshot, remote: remote, local: ByteOrder.sortedIndices(snapshot.entries.map(\.path)), markerPath: markerPath,
+            storage: storage)
+        if change != .reset { try state.forEachSortedEntry { merge.stored($0) } }
+        merge.finish()
+        let (drop, adopt, held, deletes, unchanged, kept) = (merge.drop, merge.adopt, merge.held, merge.deletes, merge.unchanged, merge.kept)
+        let (recordTimes, metadataChanges) = (merge.recordTimes, merge.metadataChanges)
+        var uploadIndices = merge.uploadIndices
 
-        // Rule 2: drop what the remote lost, adopt what the state does not know. A file
-        // whose size or version differs from the state's record is adopted afresh: the
-        // state's hash no longer describes it. Afterwards the known entries are exactly the
-        // remote's files.
-        var drop: [String] = []
-        var adopt: [StateEntry] = []
-        var known: [StateEntry] = []
-        known.reserveCapacity(remote.count)
-        var held = 0  // listed files the state knew: the remote still holds this backup's files
-        var k = 0
-        var r = 0
-        while k < stored.count || r < remote.count {
-            let order = k == stored.count ? 1 : r == remote.count ? -1 : ByteOrder.compare(stored[k].path, remote[r].path)
-            if order < 0 {
-                drop.append(stored[k].path)
-                k += 1
-                continue
-            }
-            let file = remote[r]
-            r += 1
-            if r < remote.count && ByteOrder.compare(remote[r].path, file.path) == 0 { continue }  // a duplicate listing
-            if order == 0 {
-                let entry = stored[k]
-                k += 1
-                held += 1
-                if entry.size == file.size, entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId {
-                    known.append(entry)
-                    continue
-                }
-                if entry.size == file.size, let recorded = entry.remoteId, let listed = file.remoteId,
-                   storage.isSameVersion(recorded: recorded, listed: file) {
-                    var refreshed = entry  // an id of an older form: recorded afresh, hash kept
-                    refreshed.remoteId = listed
-                    adopt.append(refreshed)
-                    known.append(refreshed)
-                    continue
-                }
-            }
-            let adopted = StateEntry(path: file.path, size: file.size, hash: nil, remoteId: file.remoteId)
-            adopt.append(adopted)
-            known.append(adopted)
-        }
-
-        // Rule 5: the diff; rule 6: known entries the snapshot lacks are deleted (never the
-        // marker, never an Absent entry, which counts as present, never one the snapshot keeps:
-        // asked of the listing's files, so it holds without the state).
-        var uploadIndices: [Int] = []
-        var deletes: [String] = []
-        var unchanged = 0
-        var kept = 0
-        var recordTimes: [(path: String, mtimeNanoseconds: Int64)] = []
-        var metadataChanges: [SyncEntry] = []
-        var n = 0
-        var i = 0
-        while n < known.count || i < local.count {
-            let index = i < local.count ? local[i] : -1
-            let entry = index >= 0 ? snapshot.entries[index] : nil
-            if let entry, entry.path == markerPath || (i > 0 && ByteOrder.compare(snapshot.entries[local[i - 1]].path, entry.path) == 0) {
-                i += 1  // the marker is the engine's; a repeated path counts once, first wins
-                continue
-            }
-            let order = entry == nil ? -1 : n == known.count ? 1 : ByteOrder.compare(known[n].path, entry?.path ?? "")
-            if order < 0 {
-                if snapshot.keep(known[n].path) { kept += 1 } else { deletes.append(known[n].path) }
-                n += 1
-                continue
-            }
-            let match: StateEntry? = order == 0 ? known[n] : nil
-            if order == 0 { n += 1 }
-            i += 1
-            guard let entry else { continue }
-            if case .absent = entry.source { continue }
-            // Size-compared: the size, and the mtime recorded at upload where one is recorded.
-            let changed = entry.hash.map { match?.hash != $0 } ?? (match == nil || match?.size != entry.size
-                || (entry.mtimeNanoseconds != nil && match?.mtimeNanoseconds != nil && match?.mtimeNanoseconds != entry.mtimeNanoseconds))
-            if changed { uploadIndices.append(index) } else { unchanged += 1 }
-            if !changed, let metadata = entry.metadata, match?.metadata != metadata { metadataChanges.append(entry) }
-            if !changed, entry.hash == nil, let mtime = entry.mtimeNanoseconds, match?.mtimeNanoseconds == nil {
-                recordTimes.append((entry.path, mtime))
-            }
-        }
         // Rule 7: size-compared first, each kind in snapshot order.
         uploadIndices.sort()
-        let uploads = uploadIndices.lazy.map { snapshot.entries[$0] }.filter { $0.hash == nil }
-            + uploadIndices.lazy.map { snapshot.entries[$0] }.filter { $0.hash != nil }
+        let uploads = uploadIndices.filter { snapshot.entries[$0].digest == nil } + uploadIndices.filter { snapshot.entries[$0].digest != nil }
 
         var refusal: UnavailableReason?
         // Beyond the contract, the remote-missing guard: a remote this profile completed a sync
@@ -425,7 +359,7 @@ public final class SyncEngine: Sendable {
             change != .reset || providerKey == nil
         {
             refusal = .remoteMissing
-        } else if policy.guardEmptyOverExisting, snapshot.isEmpty, !everSynced, !remoteFiles.isEmpty {
+        } else if policy.guardEmptyOverExisting, snapshot.isEmpty, !everSynced, !remote.isEmpty {
             // Rule 4: the empty guard, before the writer and shrink guards.
             refusal = .restorePending
         } else if case .other(let name) = writer {
@@ -433,13 +367,11 @@ public final class SyncEngine: Sendable {
             refusal = .otherWriter(writer: name)
         } else if let shrink = policy.shrinkGuard, !snapshot.allowShrink {
             // Rule 11: the shrink guard.
-            let count = remoteFiles.count
+            let count = remote.count
             if count >= shrink.minRemoteEntries, shrink.exceeded(deletes: deletes.count, known: count) {
                 refusal = .shrinkSuspected(deletes: deletes.count, known: count)
             }
         }
-        let staleFlag = try state.meta(Self.markerStaleKey) != nil
-        let writtenDigest = change == .reset ? nil : try state.meta(Self.treeDigestKey)
         let markerStale = !metadataChanges.isEmpty || staleFlag || (snapshot.treeDigest != nil && snapshot.treeDigest != writtenDigest)
         return Plan(
             identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
@@ -447,6 +379,133 @@ public final class SyncEngine: Sendable {
             markerNeeded: !uploads.isEmpty || !deletes.isEmpty || remoteMarker == nil || writer == .takenOver || markerStale,
             markerMissing: remoteMarker == nil, markerTakenOver: writer == .takenOver, unchanged: unchanged, kept: kept,
             recordTimes: recordTimes, metadataChanges: metadataChanges, markerStale: markerStale)
+    }
+
+    /// Rules 2, 5 and 6 in one pass over three streams sorted by the paths' bytes: the state's
+    /// entries (fed one at a time by `stored`), the listing and the snapshot.
+    ///
+    /// Rule 2: what the remote lost is dropped, what the state does not know is adopted; a file
+    /// whose size or version differs from the state's record is adopted afresh (the state's
+    /// hash no longer describes it). The known entries, exactly the remote's files, then meet
+    /// the snapshot as they come (rule 5's diff), and known entries the snapshot lacks are
+    /// deleted (rule 6): never the marker, never an Absent entry, which counts as present,
+    /// never one the snapshot keeps (asked of the listing's files, so it holds without the state).
+    private struct PlanMerge {
+        let snapshot: SyncSnapshot
+        /// The listing without the marker, sorted.
+        let remote: [RemoteFile]
+        /// The snapshot's entry indices in path order.
+        let local: [Int]
+        let markerPath: String
+        let storage: any RemoteStorage
+
+        var drop: [String] = []
+        var adopt: [StateEntry] = []
+        /// Listed files the state knew: the remote still holds this backup's files.
+        var held = 0
+        var uploadIndices: [Int] = []
+        var deletes: [String] = []
+        var unchanged = 0
+        var kept = 0
+        var recordTimes: [(path: String, mtimeNanoseconds: Int64)] = []
+        var metadataChanges: [SyncEntry] = []
+        private var r = 0
+        private var i = 0
+
+        init(snapshot: SyncSnapshot, remote: [RemoteFile], local: [Int], markerPath: String, storage: any RemoteStorage) {
+            self.snapshot = snapshot
+            self.remote = remote
+            self.local = local
+            self.markerPath = markerPath
+            self.storage = storage
+        }
+
+        /// The state's next entry, in path order.
+        mutating func stored(_ entry: StateEntry) {
+            while r < remote.count && ByteOrder.compare(remote[r].path, entry.path) < 0 { adoptNextListed() }
+            var listed = false
+            while r < remote.count && ByteOrder.compare(remote[r].path, entry.path) == 0 {
+                let file = remote[r]
+                r += 1
+                if r < remote.count && ByteOrder.compare(remote[r].path, file.path) == 0 { continue }  // a duplicate listing: the last counts
+                listed = true
+                held += 1
+                if entry.size == file.size, entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId {
+                    known(entry)
+                } else if entry.size == file.size, let recorded = entry.remoteId, let id = file.remoteId,
+                          storage.isSameVersion(recorded: recorded, listed: file) {
+                    var refreshed = entry  // an id of an older form: recorded afresh, hash kept
+                    refreshed.remoteId = id
+                    adopt.append(refreshed)
+                    known(refreshed)
+                } else {
+                    adoptFile(file)
+                }
+            }
+            if !listed { drop.append(entry.path) }
+        }
+
+        /// After the state's last entry.
+        mutating func finish() {
+            while r < remote.count { adoptNextListed() }
+            while let index = nextLocal() {
+                i += 1
+                compare(index, with: nil)
+            }
+        }
+
+        private mutating func adoptNextListed() {
+            let file = remote[r]
+            r += 1
+            if r < remote.count && ByteOrder.compare(remote[r].path, file.path) == 0 { return }  // a duplicate listing
+            adoptFile(file)
+        }
+
+        private mutating func adoptFile(_ file: RemoteFile) {
+            let adopted = StateEntry(path: file.path, size: file.size, digest: nil, remoteId: file.remoteId)
+            adopt.append(adopted)
+            known(adopted)
+        }
+
+        /// The next known entry (a remote file, with what the state knows of it), in path order.
+        private mutating func known(_ current: StateEntry) {
+            while let index = nextLocal() {
+                let order = ByteOrder.compare(snapshot.entries[index].path, current.path)
+                if order > 0 { break }
+                i += 1
+                compare(index, with: order == 0 ? current : nil)
+                if order == 0 { return }
+            }
+            if snapshot.keep(current.path) { kept += 1 } else { deletes.append(current.path) }
+        }
+
+        /// The snapshot's next entry index in path order, not taken: the marker is the
+        /// engine's, and a repeated path counts once (the first wins).
+        private mutating func nextLocal() -> Int? {
+            while i < local.count {
+                let path = snapshot.entries[local[i]].path
+                if path == markerPath || (i > 0 && ByteOrder.compare(snapshot.entries[local[i - 1]].path, path) == 0) {
+                    i += 1
+                    continue
+                }
+                return local[i]
+            }
+            return nil
+        }
+
+        /// Rule 5 for one snapshot entry and the known entry of its path, if any.
+        private mutating func compare(_ index: Int, with match: StateEntry?) {
+            let entry = snapshot.entries[index]
+            if case .absent = entry.source { return }
+            // Size-compared: the size, and the mtime recorded at upload where one is recorded.
+            let changed = entry.digest.map { match?.digest != $0 } ?? (match == nil || match?.size != entry.size
+                || (entry.mtimeNanoseconds != nil && match?.mtimeNanoseconds != nil && match?.mtimeNanoseconds != entry.mtimeNanoseconds))
+            if changed { uploadIndices.append(index) } else { unchanged += 1 }
+            if !changed, let metadata = entry.metadata, match?.metadata != metadata { metadataChanges.append(entry) }
+            if !changed, entry.digest == nil, let mtime = entry.mtimeNanoseconds, match?.mtimeNanoseconds == nil {
+                recordTimes.append((entry.path, mtime))
+            }
+        }
     }
 
     private enum Beginning {
@@ -460,18 +519,24 @@ public final class SyncEngine: Sendable {
     private func begin(_ snapshot: SyncSnapshot) async throws -> Beginning {
         if let reason = await gateReason() { return .stop(reason) }
         if case .held(let reason) = try state.hold() { return .stop(.writeHeld(reason: reason)) }
-        let listing: [RemoteFile]
+        let files: [RemoteFile]
+        let marker: RemoteFile?
         let providerKey: String?
         let writer: MarkerWriter
         do {
             // A file listed under a spelling no request can name is not the backup's: left alone.
-            listing = try await storage.list().filter { !$0.foreignSpelling }
+            var listed = try await storage.list()
+            marker = listed.first { $0.path == markerPath && !$0.foreignSpelling }
+            // In place: a listing is the run's largest array.
+            listed.removeAll { $0.foreignSpelling || $0.path == markerPath }
+            files = listed
             providerKey = try await storage.identityKey()
-            writer = try await markerWriter(snapshot, listing: listing)
+            writer = try await markerWriter(snapshot, marker: marker, listedFiles: files.count + 1)
         } catch {
             return .failed(try cloudError(error))
         }
-        return .plan(try makePlan(snapshot, listing: listing, providerKey: providerKey, writer: writer), providerKey: providerKey)
+        let plan = try makePlan(snapshot, remoteMarker: marker, remoteFiles: files, providerKey: providerKey, writer: writer)
+        return .plan(plan, providerKey: providerKey)
     }
 
     /// What `sync(snapshot)` would do now, without writing to the remote or the state:
@@ -485,7 +550,7 @@ public final class SyncEngine: Sendable {
         }
         if let refusal = plan.refusal { return .unavailable(refusal) }
         return .wouldRun(SyncPreview(
-            uploads: plan.uploads, deletes: plan.deletes, markerUpload: plan.markerNeeded,
+            uploads: plan.uploads.map { snapshot.entries[$0] }, deletes: plan.deletes, markerUpload: plan.markerNeeded,
             unchanged: plan.unchanged, identityReset: plan.identityChange == .reset, kept: plan.kept))
     }
 
@@ -494,10 +559,12 @@ public final class SyncEngine: Sendable {
     /// set meanwhile; uploads already in flight then finish and are recorded, so the state
     /// always matches what the remote holds. Cancellation is thrown the same way.
     private func uploadPhase(
-        _ entries: [SyncEntry], report: inout SyncReport, done: inout Int, total: Int, onProgress: SyncProgress
+        _ indices: ArraySlice<Int>, of snapshot: SyncSnapshot, report: inout SyncReport, done: inout Int, total: Int,
+        onProgress: SyncProgress
     ) async throws -> SyncOutcome? {
-        try await withThrowingTaskGroup(of: (SyncEntry, Result<RemoteFile, any Error>).self) { group in
-            var next = 0
+        let root = snapshot.localRoot
+        return try await withThrowingTaskGroup(of: (SyncEntry, Result<RemoteFile, any Error>).self) { group in
+            var next = indices.startIndex
             var inFlight = 0
             var stop: SyncOutcome?
             var cancelled = false
@@ -506,7 +573,7 @@ public final class SyncEngine: Sendable {
             // and gets them back if the local file could not be read after all.
             var replaced: [String: StateEntry] = [:]
             while true {
-                while stop == nil && !cancelled && inFlight < transfers && next < entries.count {
+                while stop == nil && !cancelled && inFlight < transfers && next < indices.endIndex {
                     do {
                         if let held = try checkBeforeWrite() {
                             stop = held
@@ -516,27 +583,28 @@ public final class SyncEngine: Sendable {
                         cancelled = true
                         break
                     }
-                    let entry = entries[next]
+                    let entry = snapshot.entries[indices[next]]
                     next += 1
                     inFlight += 1
                     if let previous = try state.take(entry.path) { replaced[entry.path] = previous }
                     group.addTask {
-                        do { return (entry, .success(try await self.upload(entry))) } catch { return (entry, .failure(error)) }
+                        do { return (entry, .success(try await self.upload(entry, root: root))) } catch { return (entry, .failure(error)) }
                     }
                 }
                 guard inFlight > 0, let (entry, result) = try await group.next() else { break }
                 inFlight -= 1
+                let previous = replaced.removeValue(forKey: entry.path)
                 switch result {
                 case .success(let file):
                     try state.put(StateEntry(
-                        path: entry.path, size: file.size, hash: entry.hash, remoteId: file.remoteId, mtimeNanoseconds: entry.mtimeNanoseconds,
+                        path: entry.path, size: file.size, digest: entry.digest, remoteId: file.remoteId, mtimeNanoseconds: entry.mtimeNanoseconds,
                         metadata: entry.metadata))
                     report.uploaded.append(entry.path)
                     report.uploadedBytes += file.size
                 case .failure(let error as LocalFileError):
                     // Deleted or made unreadable since the scan: skipped, state as it was (the
                     // remote still holds the old bytes), and the next run picks it up again.
-                    if let previous = replaced[entry.path] { try state.put(previous) }
+                    if let previous { try state.put(previous) }
                     report.sourceFailures.append(error)
                 case .failure(is CancellationError):
                     cancelled = true
@@ -562,12 +630,12 @@ public final class SyncEngine: Sendable {
         return nil
     }
 
-    private func upload(_ entry: SyncEntry) async throws -> RemoteFile {
-        switch entry.source {
-        case .file(let localPath): return try await storage.writeFile(entry.path, from: localPath)
-        case .bytes(let data): return try await storage.writeBytes(entry.path, data)
-        case .absent: preconditionFailure("absent entries are filtered out of the uploads")
+    private func upload(_ entry: SyncEntry, root: String) async throws -> RemoteFile {
+        if case .bytes(let data) = entry.source { return try await storage.writeBytes(entry.path, data) }
+        guard let localPath = entry.localPath(root: root) else {
+            preconditionFailure("absent entries are filtered out of the uploads")
         }
+        return try await storage.writeFile(entry.path, from: localPath)
     }
 
     private func gateReason() async -> UnavailableReason? {

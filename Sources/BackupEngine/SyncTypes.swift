@@ -7,6 +7,9 @@ import Foundation
 public enum SyncSource: Sendable, Equatable {
     /// A local file, read when the entry uploads.
     case file(String)
+    /// The local file at the entry's path below the snapshot's `localRoot`, read when the
+    /// entry uploads: what a scan lists (one string per file fewer than `.file`).
+    case underRoot
     /// Bytes in memory.
     case bytes(Data)
     /// The entry exists but is not available now (unreadable, or kept remotely after a
@@ -20,8 +23,8 @@ public struct SyncEntry: Sendable, Equatable {
     public var path: String
     /// The local size in bytes.
     public var size: Int64
-    /// The SHA-256 (lowercase hex) of a hash-compared entry; nil for a size-compared one.
-    public var hash: String?
+    /// The SHA-256 of a hash-compared entry; nil for a size-compared one.
+    public var digest: SHA256Digest?
     public var source: SyncSource
     /// The local modification time (ns) of a size-compared entry: it uploads when this
     /// differs from the one the state recorded at upload (nil: compared by size alone).
@@ -36,18 +39,57 @@ public struct SyncEntry: Sendable, Equatable {
         path: String, size: Int64, hash: String?, source: SyncSource, mtimeNanoseconds: Int64? = nil,
         kind: EntryKind = .file, metadata: EntryMetadata? = nil
     ) {
+        self.init(
+            path: path, size: size, digest: hash.flatMap(SHA256Digest.init(hex:)), source: source, mtimeNanoseconds: mtimeNanoseconds,
+            kind: kind, metadata: metadata)
+    }
+
+    public init(
+        path: String, size: Int64, digest: SHA256Digest?, source: SyncSource, mtimeNanoseconds: Int64? = nil,
+        kind: EntryKind = .file, metadata: EntryMetadata? = nil
+    ) {
         self.path = path
         self.size = size
-        self.hash = hash
+        self.digest = digest
         self.source = source
         self.mtimeNanoseconds = mtimeNanoseconds
         self.kind = kind
         self.metadata = metadata
     }
 
+    /// The SHA-256 as lowercase hex (64 digits); nil for a size-compared entry. Setting text
+    /// that is not 64 hex digits makes the entry size-compared.
+    public var hash: String? {
+        get { digest?.hex }
+        set { digest = newValue.flatMap(SHA256Digest.init(hex:)) }
+    }
+
+    /// The local file the entry's bytes are read from: `.file`'s path, or `.underRoot`'s below
+    /// `root`; nil for bytes in memory and absent entries.
+    public func localPath(root: String) -> String? {
+        switch source {
+        case .file(let path): path
+        case .underRoot: root + "/" + path
+        case .bytes, .absent: nil
+        }
+    }
+
+    /// Whether the entry is a local file that is there to upload (`.file` or `.underRoot`).
+    public var isLocalFile: Bool {
+        switch source {
+        case .file, .underRoot: true
+        case .bytes, .absent: false
+        }
+    }
+
     /// An entry that exists but must not be touched on the remote this run.
     public static func absent(_ path: String, size: Int64 = 0, hash: String? = nil) -> SyncEntry {
         SyncEntry(path: path, size: size, hash: hash, source: .absent)
+    }
+
+    /// An entry that exists but must not be touched on the remote this run.
+    public static func absent(_ path: String, size: Int64 = 0, digest: SHA256Digest?) -> SyncEntry {
+        SyncEntry(path: path, size: size, digest: digest, source: .absent)
     }
 }
 
@@ -85,6 +127,8 @@ public struct SyncSnapshot: Sendable {
     public var tree: [TreeEntry] = []
     /// Asked only by a run that writes its marker (reading the last marker's record costs a run).
     public var treeRemoved: @Sendable () -> [TreeEntry] = { [] }
+    /// The folder `.underRoot` entries are below (no "/" at its end; "" for "/").
+    public var localRoot: String = ""
 
     public init(
         entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,

@@ -30,7 +30,7 @@ enum HashOutcome: Sendable, Equatable {
     /// hash then describes bytes that may never have been on disk together, so it must be
     /// read again next time); `changedWhileReading` is set too when the size read differs
     /// from the walk's.
-    case hashed(hash: String, bytesRead: Int64, fingerprint: Fingerprint?, changedWhileReading: Bool)
+    case hashed(digest: SHA256Digest, bytesRead: Int64, fingerprint: Fingerprint?, changedWhileReading: Bool)
     /// It exists but could not be opened or read (errno).
     case unreadable(Int32)
     /// Another file than the walk saw is at its path now (another inode): a save that
@@ -140,13 +140,14 @@ private struct HashWorker: ~Copyable {
             EVP_DigestUpdate(context, buffer.baseAddress, count)
             total += Int64(count)
         }
-        var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        let hex = withUnsafeMutableBytes(of: &digest) { raw -> String in
+        var words = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        let finished = withUnsafeMutableBytes(of: &words) { raw -> SHA256Digest? in
             let bytes = raw.bindMemory(to: UInt8.self)
             var length: UInt32 = 0
             EVP_DigestFinal_ex(context, bytes.baseAddress, &length)
-            return lowercaseHex(UnsafeBufferPointer(rebasing: bytes[..<Int(length)]))
+            return SHA256Digest(bytes: UnsafeRawBufferPointer(rebasing: raw[..<Int(length)]))
         }
+        guard let digest = finished else { return .unreadable(EIO) }  // SHA-256 always gives 32 bytes
 
         var after = stat()
         let stable = fstat(fd, &after) == 0 && Int64(after.st_size) == total && Int64(before.st_size) == total
@@ -154,9 +155,9 @@ private struct HashWorker: ~Copyable {
         // Only a change during the read itself means the hash may be torn; a file that was
         // stable while read describes itself exactly, even if it changed since the walk.
         let fingerprint = stable
-            ? Fingerprint(size: total, mtimeNanoseconds: mtimeNanoseconds(after), inode: UInt64(after.st_ino), hash: hex)
+            ? Fingerprint(size: total, mtimeNanoseconds: mtimeNanoseconds(after), inode: UInt64(after.st_ino), digest: digest)
             : nil
-        return .hashed(hash: hex, bytesRead: total, fingerprint: fingerprint, changedWhileReading: !stable || total != job.size)
+        return .hashed(digest: digest, bytesRead: total, fingerprint: fingerprint, changedWhileReading: !stable || total != job.size)
     }
 }
 
@@ -164,17 +165,4 @@ private struct HashWorker: ~Copyable {
 @inline(__always)
 func mtimeNanoseconds(_ status: stat) -> Int64 {
     clampedNanoseconds(status.st_mtim)
-}
-
-private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-/// `bytes` as lowercase hex.
-func lowercaseHex(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
-    String(unsafeUninitializedCapacity: bytes.count * 2) { out in
-        for (index, byte) in bytes.enumerated() {
-            out[2 * index] = hexDigits[Int(byte >> 4)]
-            out[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
-        }
-        return bytes.count * 2
-    }
 }

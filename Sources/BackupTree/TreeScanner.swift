@@ -6,6 +6,7 @@
 
 import BackupEngine
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -118,14 +119,13 @@ public struct ScanNote: Sendable, Equatable, CustomStringConvertible {
 
 /// What one scan found.
 public struct ScanResult: Sendable {
-    /// One entry per regular file, sorted by the path's UTF-8 bytes. Readable files have a
-    /// `.file` source (the absolute path); unreadable files and folders are `.absent`.
+    /// One entry per regular file, sorted by the path's UTF-8 bytes. Readable files have an
+    /// `.underRoot` source (below `localRoot`); unreadable files and folders are `.absent`.
     public var entries: [SyncEntry]
-    /// The fingerprint of every hash-compared file: fresh for the files found (read or
-    /// unchanged), the cached one for files that could not be read now.
-    public var fingerprints: [String: Fingerprint]
-    /// The part of `fingerprints` that differs from the cache the scan was given: what to
-    /// write back with `StateStore.updateFingerprints` (empty after a no-op scan).
+    /// The source folder as an absolute path without a "/" at its end ("" for "/").
+    public var localRoot: String
+    /// The fingerprints that differ from the cache the scan was given (read this time): what
+    /// to write back with `StateStore.updateFingerprints` (empty after a no-op scan).
     public var newFingerprints: [String: Fingerprint]
     /// Cache paths that no longer stand for a hash-compared file here (deleted, excluded,
     /// size-compared now), sorted. Paths below an unreadable folder, and unreadable files,
@@ -159,13 +159,26 @@ public struct ScanResult: Sendable {
         notes.compactMap { $0.kind == .unreadableFolder ? $0.path : nil }
     }
 
+    /// The fingerprint of every hash-compared file after this scan, given the `cache` it was
+    /// given: fresh for the files read, the cached one for files unchanged or unreadable now
+    /// (what `StateStore.fingerprints()` reads after `updateFingerprints`). Not kept in the
+    /// result: a no-op scan of a large tree would hold a second copy of the cache.
+    public func fingerprints(updating cache: [String: Fingerprint]) -> [String: Fingerprint] {
+        var fingerprints = cache
+        for path in removedFingerprints { fingerprints[path] = nil }
+        fingerprints.merge(newFingerprints) { _, new in new }
+        return fingerprints
+    }
+
     /// Whether the tree holds no regular files at all (readable or not): an unmounted drive,
     /// a new machine, or only excluded files.
     public var isEmpty: Bool { entries.isEmpty }
 
     /// The snapshot for `SyncEngine.sync` with this scan's entries and `marker`.
     public func snapshot(marker: Data, allowShrink: Bool = false) -> SyncSnapshot {
-        SyncSnapshot(entries: entries, marker: marker, isEmpty: isEmpty, allowShrink: allowShrink)
+        var snapshot = SyncSnapshot(entries: entries, marker: marker, isEmpty: isEmpty, allowShrink: allowShrink)
+        snapshot.localRoot = localRoot
+        return snapshot
     }
 }
 
@@ -255,7 +268,15 @@ public struct TreeScanner: Sendable {
     ///
     /// Throws `ScanError` when the source folder is missing, not a folder or unreadable, or
     /// when the ignore file is unreadable or invalid.
-    public func scan(cache: [String: Fingerprint] = [:]) throws(ScanError) -> ScanResult {
+    public func scan(cache: [String: Fingerprint]) throws(ScanError) -> ScanResult {
+        try scan(cache: FingerprintCache(cache))
+    }
+
+    /// Walks the tree, hashes what changed since `cache`, and returns the entries.
+    ///
+    /// Throws `ScanError` when the source folder is missing, not a folder or unreadable, or
+    /// when the ignore file is unreadable or invalid.
+    public func scan(cache: FingerprintCache = FingerprintCache()) throws(ScanError) -> ScanResult {
         var base = root
         while base.utf8.count > 1 && base.hasSuffix("/") { base.removeLast() }
         if base == "/" { base = "" }
@@ -289,17 +310,19 @@ public struct TreeScanner: Sendable {
                 message: "cannot list the source folder \(root): \(Self.describe(errno))")
         }
         let lister = FolderLister(
-            base: base, cache: cache, excludes: excludes, sizeCompared: options.sizeCompared,
+            cache: cache, excludes: excludes, sizeCompared: options.sizeCompared,
             reserved: options.reservedNames, fileSystem: fileSystem)
         let tree = lister.listTree(listFD, threads: options.threads)
         var assembly = ScanAssembly(cache: cache, excludes: excludes)
+        // Sized once: grown by doubling, the largest array of a scan would hold up to twice its entries.
+        assembly.entries.reserveCapacity(lister.filesListed.load(ordering: .relaxed))
         if let code = assembly.add(tree) {
             throw ScanError(
                 kind: .sourceUnreadable, path: root,
                 message: "cannot list the source folder \(root): \(Self.describe(code))")
         }
         assembly.hashChangedFiles(below: rootFD, threads: options.threads, fileSystem: fileSystem)
-        return assembly.result()
+        return assembly.result(localRoot: base)
     }
 
     /// The ignore file's patterns, nil when there is none.

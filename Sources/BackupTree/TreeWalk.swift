@@ -17,10 +17,10 @@ import Darwin
 
 /// What one folder holds, in path order, as its lister saw it.
 enum WalkItem: Sendable {
-    /// A regular file: its entry (hash filled in from the cache, or nil), the job that reads
-    /// it when the cache did not match, whether the cache knew its path, and its dev:inode
-    /// when it has more than one name.
-    case file(SyncEntry, job: HashJob?, cached: Bool, identity: FileIdentity?)
+    /// A regular file: its entry (hash filled in from the cache, or nil), its dev:inode, and
+    /// what the assembly does with it. Every file of the tree waits as one of these until the
+    /// walk ends, so it holds no more than the entry.
+    case file(SyncEntry, identity: FileIdentity, FileFlags)
     /// A subfolder, listed into its own slot.
     case folder(FolderSlot)
     /// A subfolder that could not be opened (errno).
@@ -31,6 +31,17 @@ enum WalkItem: Sendable {
     case symlink(path: String, target: String, metadata: EntryMetadata)
     /// A FIFO, socket or device, described.
     case special(path: String, what: String)
+}
+
+/// What the assembly does with a listed file.
+struct FileFlags: OptionSet, Sendable {
+    let rawValue: UInt8
+    /// The cache did not match: the file is read and hashed after the walk.
+    static let needsHash = FileFlags(rawValue: 1)
+    /// The cache knew the path (matching or not).
+    static let cached = FileFlags(rawValue: 2)
+    /// The file has more than one name: its dev:inode finds the others.
+    static let linked = FileFlags(rawValue: 4)
 }
 
 /// One folder's listing, filled in by whichever thread lists it and read once all are done.
@@ -56,9 +67,7 @@ final class FolderSlot: Sendable {
 
 /// The walk's fixed inputs and its queue of folders waiting for a thread.
 final class FolderLister: Sendable {
-    /// The root's path with a "/" after it, which every file's path is appended to.
-    let basePrefix: String
-    let cache: [String: Fingerprint]
+    let cache: FingerprintCache
     let excludes: PatternList
     let folderExclusion: FolderExclusion
     let sizeCompared: PatternList
@@ -72,6 +81,8 @@ final class FolderLister: Sendable {
     }
 
     private let waiting = Mutex<[Task]>([])
+    /// Regular files listed so far: the assembly sizes its arrays by it once the walk is over.
+    let filesListed = Atomic<Int>(0)
     /// Folders queued and not yet listed to the end; the walk is over when it drops to 0.
     private let outstanding = Atomic<Int>(0)
     private let wakeup = DispatchSemaphore(value: 0)
@@ -81,10 +92,9 @@ final class FolderLister: Sendable {
     private let queueLimit = 64
 
     init(
-        base: String, cache: [String: Fingerprint], excludes: PatternList, sizeCompared: PatternList,
+        cache: FingerprintCache, excludes: PatternList, sizeCompared: PatternList,
         reserved: ReservedNames, fileSystem: ScanFileSystem
     ) {
-        basePrefix = base + "/"
         self.cache = cache
         self.excludes = excludes
         folderExclusion = FolderExclusion(list: excludes)
@@ -211,23 +221,23 @@ final class FolderLister: Sendable {
     private func file(
         _ path: String, size: Int64, inode: UInt64, device: UInt64, links: UInt64, metadata: EntryMetadata
     ) -> WalkItem {
-        let absolute = basePrefix + path
+        filesListed.add(1, ordering: .relaxed)
         let mtime = metadata.mtimeNanoseconds
-        let identity = links > 1 ? FileIdentity(device: device, inode: inode) : nil
+        let identity = FileIdentity(device: device, inode: inode)
+        let linked: FileFlags = links > 1 ? .linked : []
         if sizeCompared.matches(path) {
             return .file(
-                SyncEntry(path: path, size: size, hash: nil, source: .file(absolute), mtimeNanoseconds: mtime, metadata: metadata),
-                job: nil, cached: false, identity: identity)
+                SyncEntry(path: path, size: size, digest: nil, source: .underRoot, mtimeNanoseconds: mtime, metadata: metadata),
+                identity: identity, linked)
         }
         let cached = cache[path]
         if let cached, cached.matches(size: size, mtimeNanoseconds: mtime, inode: inode) {
-            return .file(SyncEntry(path: path, size: size, hash: cached.hash, source: .file(absolute), metadata: metadata),
-                         job: nil, cached: true, identity: identity)
+            return .file(SyncEntry(path: path, size: size, digest: cached.digest, source: .underRoot, metadata: metadata),
+                         identity: identity, linked.union(.cached))
         }
         return .file(
-            SyncEntry(path: path, size: size, hash: nil, source: .file(absolute), metadata: metadata),
-            job: HashJob(path: path, size: size, mtimeNanoseconds: mtime, inode: inode, device: device),
-            cached: cached != nil, identity: identity)
+            SyncEntry(path: path, size: size, digest: nil, source: .underRoot, metadata: metadata),
+            identity: identity, linked.union(cached != nil ? [.needsHash, .cached] : .needsHash))
     }
 
     /// The child for one directory entry, or nil when it is skipped without a trace.
@@ -414,7 +424,7 @@ private func namePrecedes(_ a: String, _ aIsFolder: Bool, _ b: String, _ bIsFold
 
 /// The entries, hash jobs and notes of one scan, assembled from the folder slots in path order.
 struct ScanAssembly {
-    let cache: [String: Fingerprint]
+    let cache: FingerprintCache
     let excludes: PatternList
 
     var entries: [SyncEntry] = []
@@ -437,7 +447,7 @@ struct ScanAssembly {
     /// Whether an entry was added out of walk order, so the entries need a final sort.
     var needsSort = false
 
-    init(cache: [String: Fingerprint], excludes: PatternList) {
+    init(cache: FingerprintCache, excludes: PatternList) {
         self.cache = cache
         self.excludes = excludes
     }
@@ -456,13 +466,15 @@ struct ScanAssembly {
         }
         for item in items {
             switch item {
-            case .file(var entry, let job, let cached, let identity):
-                if cached { cachePathsSeen += 1 }
-                if let job {
+            case .file(var entry, let identity, let flags):
+                if flags.contains(.cached) { cachePathsSeen += 1 }
+                if flags.contains(.needsHash) {
                     jobEntries.append(entries.count)
-                    jobs.append(job)
+                    jobs.append(HashJob(
+                        path: entry.path, size: entry.size, mtimeNanoseconds: entry.metadata?.mtimeNanoseconds ?? 0,
+                        inode: identity.inode, device: identity.device))
                 }
-                if let identity {
+                if flags.contains(.linked) {
                     if let first = firstNames[identity] {
                         entry.kind = .hardLink(to: first)
                     } else {
@@ -490,7 +502,7 @@ struct ScanAssembly {
     private mutating func addUnreadableFile(_ path: String, code: Int32, size: Int64?) {
         let cached = cache[path]
         if cached != nil { cachePathsSeen += 1 }
-        entries.append(.absent(path, size: cached?.size ?? size ?? 0, hash: cached?.hash))
+        entries.append(.absent(path, size: cached?.size ?? size ?? 0, digest: cached?.digest))
         notes.append(Self.unreadableNote(path, code))
     }
 
@@ -506,9 +518,10 @@ struct ScanAssembly {
         needsSort = true
         entries.append(.absent(path))
         let prefix = path + "/"
-        for (cachedPath, print) in cache where cachedPath.hasPrefix(prefix) && !excludes.matches(cachedPath) {
+        cache.forEach(withPrefix: prefix) { cachedPath, print in
+            guard !excludes.matches(cachedPath) else { return }
             cachePathsSeen += 1
-            entries.append(.absent(cachedPath, size: print.size, hash: print.hash))
+            entries.append(.absent(cachedPath, size: print.size, digest: print.digest))
         }
         notes.append(ScanNote(
             kind: .unreadableFolder, path: path,
@@ -525,10 +538,10 @@ struct ScanAssembly {
             let job = jobs[jobIndex]
             let entryIndex = jobEntries[jobIndex]
             switch outcome {
-            case .hashed(let hash, let bytesRead, let fingerprint, let changed):
+            case .hashed(let digest, let bytesRead, let fingerprint, let changed):
                 hashedFiles += 1
                 hashedBytes += bytesRead
-                entries[entryIndex].hash = hash
+                entries[entryIndex].digest = digest
                 entries[entryIndex].size = bytesRead
                 let cached = cache.isEmpty ? nil : cache[job.path]
                 if let fingerprint {
@@ -544,11 +557,11 @@ struct ScanAssembly {
                 }
             case .unreadable(let code):
                 let cached = cache[job.path]
-                entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, hash: cached?.hash)
+                entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, digest: cached?.digest)
                 notes.append(Self.unreadableNote(job.path, code))
             case .replaced:
                 let cached = cache[job.path]
-                entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, hash: cached?.hash)
+                entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, digest: cached?.digest)
                 notes.append(ScanNote(
                     kind: .replaced, path: job.path,
                     message: "\(job.path) was replaced by another file while the tree was scanned; "
@@ -564,7 +577,8 @@ struct ScanAssembly {
         }
     }
 
-    func result() -> ScanResult {
+    /// - Parameter localRoot: the source folder the entries' `.underRoot` paths are below.
+    func result(localRoot: String) -> ScanResult {
         var entries = entries
         if needsSort {
             entries.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
@@ -576,29 +590,21 @@ struct ScanAssembly {
             var keep = Set<String>()
             keep.reserveCapacity(entries.count)
             for entry in entries {
-                if case .file = entry.source, entry.hash == nil { continue }
+                if entry.isLocalFile, entry.digest == nil { continue }
                 keep.insert(entry.path)
             }
-            for path in cache.keys where !keep.contains(path) { removed.insert(path) }
-        }
-        // The cache itself stands for every unchanged file, so a no-op scan copies nothing.
-        var fingerprints = cache
-        for path in removed { fingerprints[path] = nil }
-        if fingerprints.isEmpty {
-            fingerprints = newFingerprints
-        } else {
-            fingerprints.merge(newFingerprints) { _, new in new }
+            cache.forEach { path, _ in if !keep.contains(path) { removed.insert(path) } }
         }
         var files = 0
         var bytes: Int64 = 0
         for entry in entries {
-            if case .file = entry.source {
+            if entry.isLocalFile {
                 files += 1
                 bytes += entry.size
             }
         }
         return ScanResult(
-            entries: entries, fingerprints: fingerprints, newFingerprints: newFingerprints,
+            entries: entries, localRoot: localRoot, newFingerprints: newFingerprints,
             removedFingerprints: removed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, notes: notes,
             treeEntries: treeEntries, files: files, bytes: bytes, hashedFiles: hashedFiles, hashedBytes: hashedBytes)
     }

@@ -45,11 +45,11 @@ final class StateStoreTests: XCTestCase {
     func testEntriesRoundTripAcrossReopen() throws {
         let path = dir + "/sync.db"
         let store = try StateStore(path: path)
-        try store.put(StateEntry(path: "Fotos/Ünï 日本.jpg", size: 42, hash: "ab", remoteId: "7:9"))
+        try store.put(StateEntry(path: "Fotos/Ünï 日本.jpg", size: 42, hash: String(repeating: "ab", count: 32), remoteId: "7:9"))
         try store.put(StateEntry(path: "b", size: 1, hash: nil, remoteId: nil))
         try store.remove("b")
         let reopened = try StateStore(path: path)
-        XCTAssertEqual(try reopened.entries(), ["Fotos/Ünï 日本.jpg": StateEntry(path: "Fotos/Ünï 日本.jpg", size: 42, hash: "ab", remoteId: "7:9")])
+        XCTAssertEqual(try reopened.entries(), ["Fotos/Ünï 日本.jpg": StateEntry(path: "Fotos/Ünï 日本.jpg", size: 42, hash: String(repeating: "ab", count: 32), remoteId: "7:9")])
     }
 
     func testCorruptStateFileGivesClearErrorNamingTheFile() throws {
@@ -82,7 +82,7 @@ final class StateStoreTests: XCTestCase {
     func testResetIdentityDropsEntriesAndHistoryButKeepsHoldAndSettings() throws {
         let store = try StateStore(path: dir + "/sync.db")
         try store.setIdentity("A")
-        try store.put(StateEntry(path: "a", size: 1, hash: "h", remoteId: nil))
+        try store.put(StateEntry(path: "a", size: 1, hash: String(repeating: "0f", count: 32), remoteId: nil))
         try store.setLastSync(Date())
         try store.setHold(.held(reason: "r"))
         try store.setMeta("consent", "yes")
@@ -99,10 +99,12 @@ extension StateStoreTests {
     func testFingerprintsRoundTripAndAreForgotten() throws {
         let path = dir + "/sync.db"
         let store = try StateStore(path: path)
-        let print = Fingerprint(size: 10, mtimeNanoseconds: 1_700_000_000_123_456_789, inode: UInt64.max - 3, hash: "ab")
+        let print = try XCTUnwrap(Fingerprint(
+            size: 10, mtimeNanoseconds: 1_700_000_000_123_456_789, inode: UInt64.max - 3, hash: SHA256Hasher.hex(Data("a".utf8))))
         try store.updateFingerprints(["a": print, "b": print])
         try store.updateFingerprints([:], removing: ["b"])
         XCTAssertEqual(try StateStore(path: path).fingerprints(), ["a": print])
+        XCTAssertEqual(print.hash, SHA256Hasher.hex(Data("a".utf8)))
         XCTAssertTrue(print.matches(size: 10, mtimeNanoseconds: 1_700_000_000_123_456_789, inode: UInt64.max - 3))
         XCTAssertFalse(print.matches(size: 10, mtimeNanoseconds: 1_700_000_000_123_456_780, inode: UInt64.max - 3))
     }

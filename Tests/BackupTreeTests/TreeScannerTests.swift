@@ -106,15 +106,15 @@ final class TreeScannerTests: XCTestCase {
         let expected: [(String, Data)] = [("a.txt", a), ("big.bin", big), ("docs/deep/b.md", b), ("empty", empty)]
         XCTAssertEqual(
             withoutMetadata(result.entries),
-            expected.map { SyncEntry(path: $0.0, size: Int64($0.1.count), hash: SHA256Hasher.hex($0.1), source: .file(root + "/" + $0.0)) })
+            expected.map { SyncEntry(path: $0.0, size: Int64($0.1.count), hash: SHA256Hasher.hex($0.1), source: .underRoot) })
         XCTAssertEqual(result.files, 4)
         XCTAssertEqual(result.bytes, Int64(a.count + b.count + empty.count + big.count))
         XCTAssertEqual(result.hashedFiles, 4)
         XCTAssertEqual(result.hashedBytes, result.bytes)
-        XCTAssertEqual(Set(result.fingerprints.keys), Set(expected.map(\.0)))
-        XCTAssertEqual(result.newFingerprints, result.fingerprints)
-        XCTAssertEqual(result.fingerprints["a.txt"]?.hash, SHA256Hasher.hex(a))
-        XCTAssertEqual(result.fingerprints["a.txt"]?.size, Int64(a.count))
+        XCTAssertEqual(Set(result.fingerprints(updating: [:]).keys), Set(expected.map(\.0)))
+        XCTAssertEqual(result.newFingerprints, result.fingerprints(updating: [:]))
+        XCTAssertEqual(result.fingerprints(updating: [:])["a.txt"]?.hash, SHA256Hasher.hex(a))
+        XCTAssertEqual(result.fingerprints(updating: [:])["a.txt"]?.size, Int64(a.count))
         XCTAssertTrue(result.notes.isEmpty, "\(result.notes)")
         XCTAssertFalse(result.isEmpty)
     }
@@ -157,7 +157,8 @@ final class TreeScannerTests: XCTestCase {
     func testATrailingSlashOnTheRootGivesPlainAbsolutePaths() throws {
         try put("x", "x")
         let result = try TreeScanner(root: root + "/").scan(cache: [:])
-        XCTAssertEqual(result.entries.first?.source, .file(root + "/x"))
+        XCTAssertEqual(result.localRoot, root)
+        XCTAssertEqual(result.entries.first?.localPath(root: result.localRoot), root + "/x")
     }
 
     // MARK: Excludes
@@ -292,12 +293,12 @@ final class TreeScannerTests: XCTestCase {
         XCTAssertEqual(
             withoutMetadata(result.entries),
             [
-                SyncEntry(path: "a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8)), source: .file(root + "/a.txt")),
-                SyncEntry(path: "disk.iso", size: 9, hash: nil, source: .file(root + "/disk.iso"), mtimeNanoseconds: try mtime("disk.iso")),
+                SyncEntry(path: "a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8)), source: .underRoot),
+                SyncEntry(path: "disk.iso", size: 9, hash: nil, source: .underRoot, mtimeNanoseconds: try mtime("disk.iso")),
             ])
         XCTAssertEqual(log.files.withLock { $0 }, ["a.txt"])
         XCTAssertEqual(result.hashedFiles, 1)
-        XCTAssertNil(result.fingerprints["disk.iso"])
+        XCTAssertNil(result.fingerprints(updating: [:])["disk.iso"])
         XCTAssertTrue(result.notes.isEmpty)
     }
 
@@ -419,13 +420,13 @@ final class TreeScannerTests: XCTestCase {
                 renameat(rootFD, "doc.txt.new", rootFD, name)
                 return system.openFile(rootFD, name, path)
             })
-        let result = try scan(cache: first.fingerprints, fileSystem: saving)
-        let cached = try XCTUnwrap(first.fingerprints["doc.txt"])
+        let result = try scan(cache: first.fingerprints(updating: [:]), fileSystem: saving)
+        let cached = try XCTUnwrap(first.fingerprints(updating: [:])["doc.txt"])
         XCTAssertEqual(result.entries, [.absent("doc.txt", size: cached.size, hash: cached.hash)])
         XCTAssertEqual(result.notes.map(\.kind), [.replaced])
         XCTAssertEqual(result.removedFingerprints, [])
         // The next scan reads the new file.
-        let next = try scan(cache: result.fingerprints)
+        let next = try scan(cache: result.fingerprints(updating: first.fingerprints(updating: [:])))
         XCTAssertEqual(next.entries.first?.hash, SHA256Hasher.hex(Data("version 2".utf8)))
     }
 
@@ -456,13 +457,13 @@ final class TreeScannerTests: XCTestCase {
         let log = OpenLog()
         let fileSystem = Self.isRoot ? denying(files: ["private.txt", "new-private.txt"], log: log) : .system
 
-        let result = try scan(cache: first.fingerprints, fileSystem: fileSystem)
-        let cached = try XCTUnwrap(first.fingerprints["private.txt"])
+        let result = try scan(cache: first.fingerprints(updating: [:]), fileSystem: fileSystem)
+        let cached = try XCTUnwrap(first.fingerprints(updating: [:])["private.txt"])
         XCTAssertEqual(
             withoutMetadata(result.entries),
             [
                 .absent("new-private.txt", size: 10, hash: nil),
-                SyncEntry(path: "ok.txt", size: 4, hash: SHA256Hasher.hex(Data("fine".utf8)), source: .file(root + "/ok.txt")),
+                SyncEntry(path: "ok.txt", size: 4, hash: SHA256Hasher.hex(Data("fine".utf8)), source: .underRoot),
                 .absent("private.txt", size: cached.size, hash: cached.hash),
             ])
         XCTAssertEqual(result.notes.map(\.kind), [.unreadableFile, .unreadableFile])
@@ -483,7 +484,7 @@ final class TreeScannerTests: XCTestCase {
         let log = OpenLog()
         let fileSystem = Self.isRoot ? denying(folders: ["locked"], log: log) : .system
 
-        let result = try scan(cache: first.fingerprints, fileSystem: fileSystem)
+        let result = try scan(cache: first.fingerprints(updating: [:]), fileSystem: fileSystem)
         XCTAssertEqual(paths(result), ["locked", "locked.txt", "locked/a.txt", "locked/sub/b.txt", "z.txt"])
         XCTAssertEqual(result.entries[0], .absent("locked"))
         XCTAssertEqual(result.entries[2], .absent("locked/a.txt", size: 1, hash: SHA256Hasher.hex(Data("a".utf8))))
@@ -507,7 +508,7 @@ final class TreeScannerTests: XCTestCase {
                 if path == "goes.txt" { unlinkat(rootFD, name, 0) }
                 return system.openFile(rootFD, name, path)
             })
-        let result = try scan(cache: first.fingerprints, fileSystem: vanishing)
+        let result = try scan(cache: first.fingerprints(updating: [:]), fileSystem: vanishing)
         XCTAssertEqual(paths(result), ["stays.txt"])
         XCTAssertEqual(result.notes.map(\.kind), [.vanished])
         XCTAssertEqual(result.removedFingerprints, ["goes.txt"])
@@ -540,19 +541,19 @@ final class TreeScannerTests: XCTestCase {
         let first = try scan()
         XCTAssertEqual(first.hashedFiles, 3)
 
-        let second = try scan(cache: first.fingerprints)
+        let second = try scan(cache: first.fingerprints(updating: [:]))
         XCTAssertEqual(second.hashedFiles, 0)
         XCTAssertEqual(second.hashedBytes, 0)
         XCTAssertEqual(withoutMetadata(second.entries), withoutMetadata(first.entries))
-        XCTAssertEqual(second.fingerprints, first.fingerprints)
+        XCTAssertEqual(second.fingerprints(updating: first.fingerprints(updating: [:])), first.fingerprints(updating: [:]))
         XCTAssertEqual(second.newFingerprints, [:])
         XCTAssertEqual(second.removedFingerprints, [])
 
         // A deliberately wrong cached hash with an unchanged stat is taken as is: proof that
         // the file is not read again.
-        var cache = first.fingerprints
+        var cache = first.fingerprints(updating: [:])
         let wrong = String(repeating: "0", count: 64)
-        cache["d/b.txt"]?.hash = wrong
+        cache["d/b.txt"]?.digest = try XCTUnwrap(SHA256Digest(hex: wrong))
         let third = try scan(cache: cache)
         XCTAssertEqual(third.entries.first { $0.path == "d/b.txt" }?.hash, wrong)
         XCTAssertEqual(third.hashedFiles, 0)
@@ -562,7 +563,7 @@ final class TreeScannerTests: XCTestCase {
         for name in ["a", "b", "c", "d/e"] { try put(name, "content of \(name)") }
         let first = try scan()
         setMtime(root + "/b", seconds: 1_234_567, nanoseconds: 89)
-        let second = try scan(cache: first.fingerprints)
+        let second = try scan(cache: first.fingerprints(updating: [:]))
         XCTAssertEqual(second.hashedFiles, 1)
         XCTAssertEqual(Array(second.newFingerprints.keys), ["b"])
         XCTAssertEqual(second.newFingerprints["b"]?.mtimeNanoseconds, 1_234_567_000_000_089)
@@ -574,11 +575,11 @@ final class TreeScannerTests: XCTestCase {
         for name in ["gone.txt", "kept.txt", "now-excluded.log", "now-sized.iso"] { try put(name, name) }
         let first = try scan()
         XCTAssertEqual(unlink(root + "/gone.txt"), 0)
-        let cache = first.fingerprints.merging(["never-existed": Fingerprint(size: 1, mtimeNanoseconds: 1, inode: 1, hash: "x")]) { a, _ in a }
+        let cache = first.fingerprints(updating: [:]).merging(["never-existed": Fingerprint(size: 1, mtimeNanoseconds: 1, inode: 1, digest: try XCTUnwrap(SHA256Digest(hex: SHA256Hasher.hex(Data("x".utf8)))))]) { a, _ in a }
         let second = try scan(
             ScanOptions(excludes: try PatternList(["*.log"]), sizeCompared: try PatternList(["*.iso"])), cache: cache)
         XCTAssertEqual(second.removedFingerprints, ["gone.txt", "never-existed", "now-excluded.log", "now-sized.iso"])
-        XCTAssertEqual(Array(second.fingerprints.keys), ["kept.txt"])
+        XCTAssertEqual(Array(second.fingerprints(updating: cache).keys), ["kept.txt"])
     }
 
     // MARK: Names
@@ -597,7 +598,7 @@ final class TreeScannerTests: XCTestCase {
         XCTAssertTrue(FileName.isEscaped(expectedPath))
         XCTAssertEqual(paths(result), [expectedPath])
         XCTAssertEqual(result.entries.first?.hash, SHA256Hasher.hex(content))
-        guard case .file(let source) = result.entries.first?.source else { return XCTFail("no file source") }
+        guard let source = result.entries.first?.localPath(root: result.localRoot) else { return XCTFail("no file source") }
         XCTAssertEqual(source, root + "/" + expectedPath)
         XCTAssertEqual(try SHA256Hasher.hexOfFile(atPath: source), SHA256Hasher.hex(content))
         XCTAssertEqual(FileName.bytes(of: source), Array((root + "/").utf8) + nameBytes)
