@@ -237,55 +237,62 @@ extension BackupApp {
     /// The marker for a run: the profile's groups; every file the remote holds (`held`: the
     /// state after the run's uploads, so a file whose upload was skipped keeps the hash, size
     /// and metadata of the bytes the remote still has), a hard link where `hardLinks` names
-    /// a held first name; and the scan's folders and symbolic links (`tree`). Owner names
-    /// are looked up here, once per id.
+    /// a held first name; and the scan's folders and symbolic links (`tree`, sorted by path).
+    /// Written in one pass over `held` and `tree` merged in path order, compressed as it goes.
+    /// Owner names are looked up here, once per id.
+    ///
+    /// Throws `AppError.usage` for a marker that could not be read back, and the state's
+    /// error when `held` cannot be read.
     @Sendable static func marker(
-        _ profile: Profile, held: [StateEntry], tree: [TreeEntry] = [], hardLinks: [String: String] = [:]
-    ) throws(AppError) -> Data {
-        var hashes: [String: String] = [:]
-        var markerEntries: [String: MarkerEntry] = [:]
+        _ profile: Profile, held: HeldEntries, tree: [TreeEntry] = [], hardLinks: [String: String] = [:]
+    ) throws -> Data {
         let names = OwnerNames()
-        // `held` is sorted by the paths' bytes (the state's order): looked up by bisection, not
-        // copied into a dictionary (a marker of 200,000 files is built in memory already).
-        func heldEntry(_ path: String) -> StateEntry? {
-            var low = 0, high = held.count
-            while low < high {
-                let middle = (low + high) / 2
-                let order = ByteOrder.compare(held[middle].path, path)
-                if order == 0 { return held[middle] }
-                if order < 0 { low = middle + 1 } else { high = middle }
-            }
-            return nil
-        }
-        for entry in held {
-            if let hash = entry.hash { hashes[entry.path] = hash }
-            guard let metadata = entry.metadata else { continue }
-            var kind = EntryKind.file
-            // A hard link only of a first name the remote holds with the same bytes.
-            if let first = hardLinks[entry.path], let original = heldEntry(first), original.digest != nil,
-               original.digest == entry.digest, original.size == entry.size {
-                kind = .hardLink(to: first)
-            }
-            markerEntries[entry.path] = MarkerEntry(kind: kind, size: entry.size, metadata: names.named(metadata))
-        }
-        // A folder or link where the remote still holds a file (kept remotely, or not deleted
-        // yet) is left out: the file is what the remote has at that path.
-        for entry in tree where heldEntry(entry.path) == nil {
-            markerEntries[entry.path] = MarkerEntry(kind: entry.kind, metadata: names.named(entry.metadata))
-        }
-        // A hard link whose first name carries no metadata is written as a file of its own.
-        for (path, entry) in markerEntries {
-            if case .hardLink(let first) = entry.kind, markerEntries[first] == nil { markerEntries[path]?.kind = .file }
-        }
         let groups = profile.groups.enumerated().map { index, group in
             MarkerGroup(name: group.name, required: group.required, patterns: group.patterns, order: index)
         }
         do {
-            var marker = Marker(groups: groups, hashes: hashes, writer: profile.writer)
-            marker.entries = markerEntries
-            return try marker.encoded()
-        } catch {
-            throw .usage("profile \"\(profile.name)\": cannot write the marker: \(error.description)")
+            let writer = try Marker.Writer(groups: groups, writer: profile.writer, linkTargets: hardLinks.values)
+            // The hash and size of each first name of a hard link, recorded as it passes: a first
+            // name sorts before its other names.
+            let firstNames = Set(hardLinks.values.map { Array($0.utf8) })
+            var firsts: [[UInt8]: (digest: SHA256Digest, size: Int64)] = [:]
+            var next = 0
+            func writeTree(before path: String?) throws {
+                while next < tree.count, path.map({ ByteOrder.compare(tree[next].path, $0) <= 0 }) ?? true {
+                    let entry = tree[next]
+                    next += 1
+                    // A folder or link where the remote still holds a file (kept remotely, or not
+                    // deleted yet) is left out: the file is what the remote has at that path.
+                    if let path, ByteOrder.compare(entry.path, path) == 0 { continue }
+                    try writer.append(path: entry.path, entry: MarkerEntry(kind: entry.kind, metadata: names.named(entry.metadata)), hash: nil)
+                }
+            }
+            try held.forEach { entry in
+                try writeTree(before: entry.path)
+                if !firstNames.isEmpty, let digest = entry.digest {
+                    let bytes = Array(entry.path.utf8)
+                    if firstNames.contains(bytes) { firsts[bytes] = (digest, entry.size) }
+                }
+                guard let metadata = entry.metadata else {
+                    // The state knows no metadata of it (a file kept on the remote that this
+                    // machine does not have): its hash alone, after the entries.
+                    if let digest = entry.digest { try writer.appendHash(path: entry.path, hash: digest) }
+                    return
+                }
+                var kind = EntryKind.file
+                // A hard link only of a first name the remote holds with the same bytes, written
+                // as a file entry (one with metadata); else it is a file of its own.
+                if let first = hardLinks[entry.path], let original = firsts[Array(first.utf8)], entry.digest == original.digest,
+                   entry.size == original.size, writer.hasFileEntry(first) {
+                    kind = .hardLink(to: first)
+                }
+                try writer.append(
+                    path: entry.path, entry: MarkerEntry(kind: kind, size: entry.size, metadata: names.named(metadata)), hash: entry.digest)
+            }
+            try writeTree(before: nil)
+            return try writer.finish()
+        } catch let error as MarkerError {
+            throw AppError.usage("profile \"\(profile.name)\": cannot write the marker: \(error.description)")
         }
     }
 

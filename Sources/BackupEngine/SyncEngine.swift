@@ -196,8 +196,7 @@ public final class SyncEngine: Sendable {
             // The marker describes what the remote holds now: the state, which recorded every
             // upload as it landed (every upload in flight has finished by now). A marker that
             // cannot be made is the local side's failure: it is thrown.
-            let held = try state.sortedEntries().filter { $0.path != markerPath }
-            let markerBytes = try snapshot.marker(held)
+            let markerBytes = try snapshot.marker(HeldEntries(state: state, excluding: markerPath))
             do {
                 // Everything before the marker is made durable first, then the marker itself:
                 // a marker on the remote always describes files that are really there.

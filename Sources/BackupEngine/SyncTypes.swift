@@ -98,11 +98,12 @@ public struct SyncSnapshot: Sendable {
     /// Every file, in the order hash-compared uploads should happen.
     public var entries: [SyncEntry]
     /// Makes the marker's bytes, uploaded last (rule 7) to `SyncEngine.markerPath`, from
-    /// what the remote holds at that point: the state's entries (the marker excluded), each
+    /// what the remote holds at that point: the state's entries (the marker excluded, in path
+    /// order, read one at a time), each
     /// with the hash and size recorded when it was uploaded, so an upload skipped this run
     /// never publishes a hash the remote lacks. Called only by a run that writes the marker:
     /// most runs of a large tree change nothing, and encoding a marker is not free.
-    public var marker: @Sendable (_ held: [StateEntry]) throws -> Data
+    public var marker: @Sendable (_ held: HeldEntries) throws -> Data
     /// Remote files the snapshot lacks that stay on the remote (as if `.absent`): asked of
     /// every listed path with no snapshot entry, so what is kept never depends on the state
     /// cache (keep_remotely patterns, folders that cannot be read, files a restore has not
@@ -141,7 +142,7 @@ public struct SyncSnapshot: Sendable {
     }
 
     public init(
-        entries: [SyncEntry], makeMarker: @escaping @Sendable (_ held: [StateEntry]) throws -> Data, isEmpty: Bool? = nil,
+        entries: [SyncEntry], makeMarker: @escaping @Sendable (_ held: HeldEntries) throws -> Data, isEmpty: Bool? = nil,
         allowShrink: Bool = false, keep: @escaping @Sendable (String) -> Bool = { _ in false },
         allowMissingRemote: Bool = false, writer: WriterCheck? = nil
     ) {
@@ -152,6 +153,36 @@ public struct SyncSnapshot: Sendable {
         self.keep = keep
         self.allowMissingRemote = allowMissingRemote
         self.writer = writer
+    }
+}
+
+/// What the remote holds after a run's writes, as the state recorded each upload: every entry
+/// but the marker, in path order (bytes), read one at a time, so that the marker of a large
+/// tree is made without holding the state.
+public struct HeldEntries: Sendable {
+    private let read: @Sendable (_ body: (StateEntry) throws -> Void) throws -> Void
+
+    /// These entries (sorted by the caller), for tests and callers that hold them already.
+    public init(_ entries: [StateEntry]) {
+        read = { body in for entry in entries { try body(entry) } }
+    }
+
+    /// The state's entries but `markerPath`, read when `forEach` is called.
+    init(state: StateStore, excluding markerPath: String) {
+        read = { body in try state.forEachSortedEntry { entry in if entry.path != markerPath { try body(entry) } } }
+    }
+
+    /// Calls `body` with each entry in path order. `body` must not use the sync state: it is
+    /// being read meanwhile.
+    public func forEach(_ body: (StateEntry) throws -> Void) throws {
+        try read(body)
+    }
+
+    /// Every entry at once (tests; a large tree's are better read with `forEach`).
+    public func all() throws -> [StateEntry] {
+        var entries: [StateEntry] = []
+        try forEach { entries.append($0) }
+        return entries
     }
 }
 

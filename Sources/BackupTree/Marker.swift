@@ -227,27 +227,9 @@ public struct Marker: Sendable, Equatable {
     // MARK: Writing
 
     private func canonicalContent() throws(MarkerError) -> [UInt8] {
-        if let problem = Self.groupsProblem(groups) { throw .invalidContent(problem) }
         var out: [UInt8] = []
         out.reserveCapacity(hashes.count * 120 + 256)
-        if let writer {
-            if let problem = Self.writerProblem(writer) { throw .invalidContent(problem) }
-            out.append(UInt8(ascii: "W"))
-            out.append(space)
-            Self.appendEscaped(writer, to: &out)
-            out.append(newline)
-        }
-        for group in groups {
-            out.append(contentsOf: "G \(group.order) \(group.required ? 1 : 0) ".utf8)
-            Self.appendEscaped(group.name, to: &out)
-            out.append(newline)
-            for pattern in group.patterns {
-                out.append(UInt8(ascii: "P"))
-                out.append(space)
-                Self.appendEscaped(pattern, to: &out)
-                out.append(newline)
-            }
-        }
+        try Self.appendHeader(groups: groups, writer: writer, to: &out)
         if entries.isEmpty {
             try Self.appendHashLines(hashes, to: &out)
         } else {
@@ -255,6 +237,29 @@ public struct Marker: Sendable, Equatable {
             if !withoutEntry.isEmpty { try Self.appendHashLines(withoutEntry, to: &out) }
         }
         return out
+    }
+
+    /// The W line, then each group's G line and P lines.
+    private static func appendHeader(groups: [MarkerGroup], writer: String?, to out: inout [UInt8]) throws(MarkerError) {
+        if let problem = groupsProblem(groups) { throw .invalidContent(problem) }
+        if let writer {
+            if let problem = writerProblem(writer) { throw .invalidContent(problem) }
+            out.append(UInt8(ascii: "W"))
+            out.append(space)
+            appendEscaped(writer, to: &out)
+            out.append(newline)
+        }
+        for group in groups {
+            out.append(contentsOf: "G \(group.order) \(group.required ? 1 : 0) ".utf8)
+            appendEscaped(group.name, to: &out)
+            out.append(newline)
+            for pattern in group.patterns {
+                out.append(UInt8(ascii: "P"))
+                out.append(space)
+                appendEscaped(pattern, to: &out)
+                out.append(newline)
+            }
+        }
     }
 
     /// The H lines of formats 1 and 2.
@@ -284,16 +289,23 @@ public struct Marker: Sendable, Equatable {
                 throw .invalidContent(
                     "the hash of \(quoted(String(decoding: pathBytes, as: UTF8.self))) is not 64 lowercase hex characters")
             }
-            if let problem = pathBytes.withUnsafeBufferPointer(pathProblem) {
-                throw .invalidContent("path \(quoted(String(decoding: pathBytes, as: UTF8.self))): \(problem)")
+            try blob.withUnsafeBufferPointer { paths throws(MarkerError) in
+                try appendHashLine(UnsafeBufferPointer(rebasing: paths[span.start..<span.start + span.count]), hash: hashBytes, to: &out)
             }
-            out.append(UInt8(ascii: "H"))
-            out.append(space)
-            out.append(contentsOf: hashBytes)
-            out.append(space)
-            appendEscaped(pathBytes, to: &out)
-            out.append(newline)
         }
+    }
+
+    /// An H line: the 64 lowercase hex characters of a file's SHA-256 and its path.
+    private static func appendHashLine(_ pathBytes: UnsafeBufferPointer<UInt8>, hash: [UInt8], to out: inout [UInt8]) throws(MarkerError) {
+        if let problem = pathProblem(pathBytes) {
+            throw .invalidContent("path \(quoted(String(decoding: pathBytes, as: UTF8.self))): \(problem)")
+        }
+        out.append(UInt8(ascii: "H"))
+        out.append(space)
+        out.append(contentsOf: hash)
+        out.append(space)
+        appendEscaped(pathBytes, to: &out)
+        out.append(newline)
     }
 
     /// The F, K, L, D and T lines of format 3.
@@ -332,56 +344,73 @@ public struct Marker: Sendable, Equatable {
         }
         out.reserveCapacity(out.count + blob.count + entries.count * 64 + hashes.count * 66)
         for span in spans {
-            let pathBytes = blob[span.start..<span.start + span.count]
             let (path, entry) = entries[values[span.value]]
-            func refuse(_ detail: String) -> MarkerError { .invalidContent("path \(quoted(path)): \(detail)") }
-            if let problem = pathBytes.withUnsafeBufferPointer(pathProblem) { throw refuse(problem) }
-            let meta = entry.metadata
-            guard meta.mode <= 0o7777 else { throw refuse("mode \(String(meta.mode, radix: 8)) is more than 7777") }
-            switch entry.kind {
-            case .file, .hardLink:
-                guard entry.size >= 0 else { throw refuse("negative size \(entry.size)") }
-                out.append(entry.kind == .file ? UInt8(ascii: "F") : UInt8(ascii: "K"))
-                out.append(space)
-                appendDecimal(entry.size, to: &out)
-                out.append(space)
-                if let hash = hashes[path] {
-                    let hashBytes = Array(hash.utf8)
-                    guard hashBytes.count == 64, hashBytes.allSatisfy(isLowercaseHex) else {
-                        throw refuse("the hash is not 64 lowercase hex characters")
-                    }
-                    out.append(contentsOf: hashBytes)
-                } else {
-                    out.append(dash)
+            let hash = try hashes[path].map { hash throws(MarkerError) -> [UInt8] in
+                let hashBytes = Array(hash.utf8)
+                guard hashBytes.count == 64, hashBytes.allSatisfy(isLowercaseHex) else {
+                    throw .invalidContent("path \(quoted(path)): the hash is not 64 lowercase hex characters")
                 }
-            case .symlink, .folder:
-                guard entry.size == 0 else { throw refuse("a symlink or folder with size \(entry.size), not 0") }
-                out.append(entry.kind == .folder ? UInt8(ascii: "D") : UInt8(ascii: "L"))
+                return hashBytes
             }
-            out.append(space)
-            Self.appendMetadata(meta, to: &out)
-            Self.appendEscaped(pathBytes, to: &out)
-            out.append(newline)
-            let linkTarget: String
-            switch entry.kind {
-            case .hardLink(let target):
-                // Byte-equal, not only an equal String: restore links the very path it placed.
-                guard let found = entries.index(forKey: target), entries[found].value.kind == .file,
-                      entries[found].key.utf8.elementsEqual(target.utf8),
-                      target.utf8.lexicographicallyPrecedes(path.utf8)
-                else { throw refuse("the hard link's target \(quoted(target)) is not an earlier file entry") }
-                linkTarget = target
-            case .symlink(let target):
-                linkTarget = target
-            case .file, .folder:
-                continue
+            try blob.withUnsafeBufferPointer { paths throws(MarkerError) in
+                try Self.appendEntry(
+                    path, UnsafeBufferPointer(rebasing: paths[span.start..<span.start + span.count]), entry, hash: hash,
+                    isEarlierFile: { target in
+                        // Byte-equal, not only an equal String: restore links the very path it placed.
+                        guard let found = entries.index(forKey: target) else { return false }
+                        return entries[found].value.kind == .file && entries[found].key.utf8.elementsEqual(target.utf8)
+                    }, to: &out)
             }
-            out.append(UInt8(ascii: "T"))
-            out.append(space)
-            Self.appendEscaped(linkTarget, to: &out)
-            out.append(newline)
         }
         return withoutEntry
+    }
+
+    /// The line of one entry (F, K, L or D) and, for a link, its T line after it. `hash` is
+    /// the 64 lowercase hex characters of a file's SHA-256, nil for none; `isEarlierFile` says
+    /// whether a hard link's target (byte-equal) is a file entry written before this one.
+    private static func appendEntry(
+        _ path: String, _ pathBytes: UnsafeBufferPointer<UInt8>, _ entry: MarkerEntry, hash: [UInt8]?,
+        isEarlierFile: (String) -> Bool, to out: inout [UInt8]
+    ) throws(MarkerError) {
+        func refuse(_ detail: String) -> MarkerError { .invalidContent("path \(quoted(path)): \(detail)") }
+        if let problem = pathProblem(pathBytes) { throw refuse(problem) }
+        if hash != nil && !entry.kind.hasContent {
+            throw .invalidContent("path \(quoted(path)) has a hash but is a folder or a symbolic link")
+        }
+        let meta = entry.metadata
+        guard meta.mode <= 0o7777 else { throw refuse("mode \(String(meta.mode, radix: 8)) is more than 7777") }
+        switch entry.kind {
+        case .file, .hardLink:
+            guard entry.size >= 0 else { throw refuse("negative size \(entry.size)") }
+            out.append(entry.kind == .file ? UInt8(ascii: "F") : UInt8(ascii: "K"))
+            out.append(space)
+            appendDecimal(entry.size, to: &out)
+            out.append(space)
+            if let hash { out.append(contentsOf: hash) } else { out.append(dash) }
+        case .symlink, .folder:
+            guard entry.size == 0 else { throw refuse("a symlink or folder with size \(entry.size), not 0") }
+            out.append(entry.kind == .folder ? UInt8(ascii: "D") : UInt8(ascii: "L"))
+        }
+        out.append(space)
+        appendMetadata(meta, to: &out)
+        appendEscaped(pathBytes, to: &out)
+        out.append(newline)
+        let linkTarget: String
+        switch entry.kind {
+        case .hardLink(let target):
+            guard isEarlierFile(target), target.utf8.lexicographicallyPrecedes(path.utf8) else {
+                throw refuse("the hard link's target \(quoted(target)) is not an earlier file entry")
+            }
+            linkTarget = target
+        case .symlink(let target):
+            linkTarget = target
+        case .file, .folder:
+            return
+        }
+        out.append(UInt8(ascii: "T"))
+        out.append(space)
+        appendEscaped(linkTarget, to: &out)
+        out.append(newline)
     }
 
     /// "<mode> <mtime> <uid> <gid> <user> <group> ", the trailing space included.
@@ -868,4 +897,106 @@ private func pathProblem(_ path: UnsafeBufferPointer<UInt8>) -> String? {
 
 private func quoted(_ text: String) -> String {
     "\"" + text.replacingOccurrences(of: "\n", with: "\\n") + "\""
+}
+
+// MARK: - Writing as a stream
+
+extension Marker {
+    /// Writes a marker in one pass over its entries in path order, compressing as it goes:
+    /// a marker of 1,000,000 files is never held as dictionaries or as uncompressed text.
+    /// Its bytes are those `encoded()` makes of the same content, and it refuses what
+    /// `encoded()` refuses, so every marker it writes reads back.
+    public final class Writer {
+        private let deflater: Deflater
+        private let writer: String?
+        private var pending: [UInt8] = []
+        private var previous: [UInt8] = []
+        private var entryCount = 0
+        /// Hashes of files with no entry, in path order: H lines after the entries.
+        private var hashOnly: [(path: [UInt8], hash: SHA256Digest)] = []
+        /// The hard links' targets, and those written as file entries so far (byte-equal).
+        private let linkTargets: Set<[UInt8]>
+        private var filesLinkedTo: Set<[UInt8]> = []
+
+        /// - Parameter linkTargets: every path a hard-link entry will name (its first name).
+        public init(groups: [MarkerGroup], writer: String?, linkTargets: some Sequence<String> = [String]()) throws(MarkerError) {
+            var header: [UInt8] = []
+            header.reserveCapacity(Self.flushSize + 4096)
+            try Marker.appendHeader(groups: groups, writer: writer, to: &header)
+            let deflater: Deflater
+            do {
+                deflater = try Deflater(level: Marker.compressionLevel)
+            } catch {
+                throw .invalidContent(error.description)
+            }
+            self.deflater = deflater
+            self.writer = writer
+            self.linkTargets = Set(linkTargets.map { Array($0.utf8) })
+            pending = header
+        }
+
+        private static let flushSize = 64 * 1024
+
+        /// Whether a file entry was written at `path` (byte-equal): what a hard link to it needs.
+        public func hasFileEntry(_ path: String) -> Bool { filesLinkedTo.contains(Array(path.utf8)) }
+
+        /// Appends the entry at `path`, after every path appended before it in byte order.
+        public func append(path: String, entry: MarkerEntry, hash: SHA256Digest?) throws(MarkerError) {
+            let bytes = Array(path.utf8)
+            if let problem = orderProblem(after: previous, bytes), entryCount > 0 {
+                throw .invalidContent("path \(quoted(path)) \(problem)")
+            }
+            let targets = filesLinkedTo
+            try bytes.withUnsafeBufferPointer { pathBytes throws(MarkerError) in
+                try Marker.appendEntry(
+                    path, pathBytes, entry, hash: hash.map { Array($0.hex.utf8) },
+                    isEarlierFile: { targets.contains(Array($0.utf8)) }, to: &pending)
+            }
+            if entry.kind == .file, linkTargets.contains(bytes) { filesLinkedTo.insert(bytes) }
+            previous = bytes
+            entryCount += 1
+            try flushIfFull()
+        }
+
+        /// The hash of a file with no entry (an H line after the entries), in path order.
+        public func appendHash(path: String, hash: SHA256Digest) throws(MarkerError) {
+            let bytes = Array(path.utf8)
+            if let last = hashOnly.last, let problem = orderProblem(after: last.path, bytes) {
+                throw .invalidContent("path \(quoted(path)) \(problem)")
+            }
+            hashOnly.append((bytes, hash))
+        }
+
+        /// The marker's bytes: magic, format byte, compressed content. Called once, last.
+        public func finish() throws(MarkerError) -> Data {
+            for (path, hash) in hashOnly {
+                try path.withUnsafeBufferPointer { pathBytes throws(MarkerError) in
+                    try Marker.appendHashLine(pathBytes, hash: Array(hash.hex.utf8), to: &pending)
+                }
+                try flushIfFull()
+            }
+            let compressed: Data
+            do {
+                try pending.withUnsafeBufferPointer { bytes throws(ZlibError) in try deflater.write(bytes) }
+                compressed = try deflater.finish()
+            } catch {
+                throw .invalidContent(error.description)
+            }
+            var data = Data(capacity: Marker.magic.count + 1 + compressed.count)
+            data.append(contentsOf: Marker.magic)
+            data.append(entryCount > 0 ? 3 : (writer == nil ? 1 : 2))
+            data.append(compressed)
+            return data
+        }
+
+        private func flushIfFull() throws(MarkerError) {
+            guard pending.count >= Self.flushSize else { return }
+            do {
+                try pending.withUnsafeBufferPointer { bytes throws(ZlibError) in try deflater.write(bytes) }
+            } catch {
+                throw .invalidContent(error.description)
+            }
+            pending.removeAll(keepingCapacity: true)
+        }
+    }
 }

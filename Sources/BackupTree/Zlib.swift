@@ -133,3 +133,63 @@ public enum Zlib {
         return output
     }
 }
+
+/// zlib (RFC 1950) compression of input fed in pieces: a marker of a large tree is compressed
+/// as its lines are made, never held whole. For one zlib build the output is the same bytes
+/// `Zlib.compress` makes of the pieces joined.
+final class Deflater {
+    // zlib's state points back at its z_stream, so the stream lives at a fixed address.
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+    private let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: 256 * 1024)
+    private let chunkSize = 256 * 1024
+    private var output = Data()
+    private var open = false
+
+    init(level: Int32) throws(ZlibError) {
+        stream.initialize(to: z_stream())
+        let code = backup_deflate_init(stream, level)
+        guard code == Z_OK else {
+            stream.deinitialize(count: 1)
+            stream.deallocate()
+            chunk.deallocate()
+            throw .failed("deflateInit (level \(level)) returned \(code)")
+        }
+        open = true
+    }
+
+    deinit {
+        if open { deflateEnd(stream) }
+        stream.deinitialize(count: 1)
+        stream.deallocate()
+        chunk.deallocate()
+    }
+
+    /// Compresses `bytes` (less than 1 GiB at a time).
+    func write(_ bytes: UnsafeBufferPointer<UInt8>) throws(ZlibError) {
+        guard !bytes.isEmpty else { return }
+        try run(bytes, flush: Z_NO_FLUSH)
+    }
+
+    /// Ends the stream and returns everything compressed.
+    func finish() throws(ZlibError) -> Data {
+        try run(UnsafeBufferPointer(start: nil, count: 0), flush: Z_FINISH)
+        deflateEnd(stream)
+        open = false
+        return output
+    }
+
+    private func run(_ bytes: UnsafeBufferPointer<UInt8>, flush: Int32) throws(ZlibError) {
+        // zlib never writes through next_in; the mutable type is a quirk of its header.
+        stream.pointee.next_in = bytes.baseAddress.map { UnsafeMutablePointer(mutating: $0) }
+        stream.pointee.avail_in = UInt32(bytes.count)
+        var code: Int32
+        repeat {
+            stream.pointee.next_out = chunk
+            stream.pointee.avail_out = UInt32(chunkSize)
+            code = deflate(stream, flush)
+            if code == Z_STREAM_ERROR { throw .failed("deflate returned Z_STREAM_ERROR") }
+            output.append(chunk, count: chunkSize - Int(stream.pointee.avail_out))
+        } while stream.pointee.avail_out == 0
+        if flush == Z_FINISH && code != Z_STREAM_END { throw .failed("deflate ended with code \(code)") }
+    }
+}

@@ -44,7 +44,8 @@ final class SyncSafetyTests: XCTestCase {
         vanished.source = .file(f.dir + "/local/gone.txt")
         let seen = Mutex<[StateEntry]>([])
         let run = SyncSnapshot(entries: [vanished, hashed("b.txt", "b2")], makeMarker: { held in
-            seen.withLock { $0 = held }
+            let all = try held.all()
+            seen.withLock { $0 = all }
             return Data("m2".utf8)
         })
         let report = completed(try await f.engine.sync(run))

@@ -834,3 +834,77 @@ private struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+extension MarkerTests {
+    // MARK: Writing as a stream
+
+    /// `marker` written through a `Marker.Writer`, entries and hashes in byte order.
+    private func streamed(_ marker: Marker) throws -> Data {
+        let writer = try Marker.Writer(
+            groups: marker.groups, writer: marker.writer,
+            linkTargets: marker.entries.values.compactMap { if case .hardLink(let to) = $0.kind { to } else { nil } })
+        for path in marker.entries.keys.sorted(by: { ByteOrder.compare($0, $1) < 0 }) {
+            let entry = try XCTUnwrap(marker.entries[path])
+            try writer.append(path: path, entry: entry, hash: marker.hashes[path].flatMap(SHA256Digest.init(hex:)))
+        }
+        for path in marker.hashes.keys.sorted(by: { ByteOrder.compare($0, $1) < 0 }) where marker.entries[path] == nil {
+            try writer.appendHash(path: path, hash: try XCTUnwrap(SHA256Digest(hex: try XCTUnwrap(marker.hashes[path]))))
+        }
+        return try writer.finish()
+    }
+
+    func testAStreamedMarkerIsByteForByteTheEncodedOne() throws {
+        // Every kind and awkward value, formats 3, 2 and 1, and one large enough that the
+        // writer compresses it in many pieces.
+        var large = entriesMarker()
+        for n in 0..<6_000 {
+            let path = "bulk/\(n % 37)/file \(n).dat"
+            large.entries[path] = MarkerEntry(kind: .file, size: Int64(n), metadata: meta(mtime: Int64(n) * 1_000_003))
+            if n % 3 != 0 { large.hashes[path] = hash(n) }
+        }
+        large.hashes["kept remotely/no entry.bin"] = hash(-1)
+        let hashesOnly = Marker(groups: groups, hashes: Dictionary(uniqueKeysWithValues: (0..<500).map { ("h/\($0)", hash($0)) }))
+        var withWriter = hashesOnly
+        withWriter.writer = "default@host"
+        for marker in [entriesMarker(), entriesMarker(writer: nil), large, hashesOnly, withWriter, Marker()] {
+            let data = try streamed(marker)
+            XCTAssertEqual(data, try marker.encoded())
+            XCTAssertEqual(try Marker.decode(data), marker)
+        }
+    }
+
+    func testTheStreamingWriterRefusesWhatDecodeWouldReject() throws {
+        let file = MarkerEntry(kind: .file, size: 1, metadata: meta())
+        func refusal(_ steps: (Marker.Writer) throws -> Void) -> MarkerError? {
+            do {
+                let writer = try Marker.Writer(groups: [], writer: nil, linkTargets: ["a"])
+                try steps(writer)
+                _ = try writer.finish()
+                return nil
+            } catch let error as MarkerError {
+                return error
+            } catch {
+                XCTFail("\(error)")
+                return nil
+            }
+        }
+        XCTAssertNotNil(refusal { try $0.append(path: "b", entry: file, hash: nil); try $0.append(path: "a", entry: file, hash: nil) }, "out of order")
+        XCTAssertNotNil(refusal { try $0.append(path: "a", entry: file, hash: nil); try $0.append(path: "a", entry: file, hash: nil) }, "twice")
+        XCTAssertNotNil(refusal {
+            try $0.append(path: "b", entry: MarkerEntry(kind: .hardLink(to: "a"), size: 1, metadata: self.meta()), hash: nil)
+        }, "a hard link to a path that is no earlier file entry")
+        XCTAssertNotNil(refusal {
+            try $0.append(path: "a", entry: MarkerEntry(kind: .folder, metadata: self.meta()), hash: SHA256Digest(hex: self.hash(1)))
+        }, "a hash on a folder")
+        XCTAssertNotNil(refusal { try $0.append(path: "../up", entry: file, hash: nil) }, "a path decode refuses")
+        XCTAssertNotNil(refusal {
+            let digest = try XCTUnwrap(SHA256Digest(hex: self.hash(1)))
+            try $0.appendHash(path: "z", hash: digest)
+            try $0.appendHash(path: "y", hash: digest)
+        }, "hash lines out of order")
+        XCTAssertNil(refusal {
+            try $0.append(path: "a", entry: file, hash: nil)
+            try $0.append(path: "b", entry: MarkerEntry(kind: .hardLink(to: "a"), size: 1, metadata: self.meta()), hash: nil)
+        })
+    }
+}
