@@ -54,15 +54,22 @@ public struct FingerprintCache: Sendable, Equatable, ExpressibleByDictionaryLite
 
     /// The fingerprint of `path`, if the cache holds one.
     public subscript(path: String) -> Fingerprint? {
+        index(of: path).map { prints[$0] }
+    }
+
+    /// The position of `path`'s fingerprint, for `fingerprint(at:)`; nil when none is held.
+    public func index(of path: String) -> Int? {
         var path = path
-        let index = path.withUTF8 { key in
+        return path.withUTF8 { key in
             bytes.withUnsafeBufferPointer { all -> Int? in
                 let index = lowerBound(key, in: all)
                 return index < count && Self.compare(span(index, in: all), key) == 0 ? index : nil
             }
         }
-        return index.map { prints[$0] }
     }
+
+    /// The fingerprint at a position `index(of:)` gave.
+    public func fingerprint(at index: Int) -> Fingerprint { prints[index] }
 
     /// Every path held, with its fingerprint, in byte order.
     public func forEach(_ body: (String, Fingerprint) throws -> Void) rethrows {

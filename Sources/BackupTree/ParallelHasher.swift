@@ -50,41 +50,60 @@ struct ParallelHasher: Sendable {
     /// The source root, which every job's path is relative to; owned by the caller.
     var rootFD: Int32
 
-    func hash(_ jobs: [HashJob]) -> [HashOutcome] {
-        if jobs.isEmpty { return [] }
+    /// Hashes every job, then hands each outcome to `body` in job order.
+    func hash(_ jobs: [HashJob], _ body: (_ job: Int, HashOutcome) -> Void) {
+        if jobs.isEmpty { return }
         let workerCount = max(1, min(workers, jobs.count))
         let fileSystem = fileSystem
         let rootFD = rootFD
-        let shared = SharedQueue()
+        let shared = SharedQueue(count: jobs.count)
         let work = { @Sendable (_: Int) in
             let worker = HashWorker(fileSystem: fileSystem, rootFD: rootFD)
-            var done: [(Int, HashOutcome)] = []
             // Workers pull the next job from a shared counter rather than taking fixed slices,
             // so one large file does not leave the other cores idle.
             while true {
                 let index = shared.next.wrappingAdd(1, ordering: .relaxed).oldValue
                 if index >= jobs.count { break }
-                done.append((index, worker.hash(jobs[index])))
+                shared.store(worker.hash(jobs[index]), at: index)
             }
-            shared.results.withLock { $0 += done }
         }
         if workerCount == 1 {
             work(0)
         } else {
             DispatchQueue.concurrentPerform(iterations: workerCount, execute: work)
         }
-        var outcomes = [HashOutcome](repeating: .vanished(""), count: jobs.count)
-        shared.results.withLock { results in
-            for (index, outcome) in results { outcomes[index] = outcome }
-        }
-        return outcomes
+        shared.forEachOutcome(body)
     }
 }
 
-/// The job counter and the finished results, shared by the workers of one `hash` call.
-private final class SharedQueue: Sendable {
+/// The job counter and the outcomes, shared by the workers of one `hash` call: each outcome
+/// is written once, in its job's own slot (one array for every file of a first scan, never a
+/// second copy of it).
+///
+/// `@unchecked Sendable` is safe here: the counter is atomic, so every index is handed to
+/// exactly one worker, which alone writes that slot; `forEachOutcome` reads the slots only after
+/// `concurrentPerform` has returned, which orders every worker's writes before it.
+private final class SharedQueue: @unchecked Sendable {
     let next = Atomic<Int>(0)
-    let results = Mutex<[(Int, HashOutcome)]>([])
+    private let slots: UnsafeMutableBufferPointer<HashOutcome>
+
+    init(count: Int) {
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: .vanished(""))
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
+
+    func store(_ outcome: HashOutcome, at index: Int) {
+        slots[index] = outcome
+    }
+
+    func forEachOutcome(_ body: (Int, HashOutcome) -> Void) {
+        for index in slots.indices { body(index, slots[index]) }
+    }
 }
 
 /// One thread's reusable buffer and digest context.

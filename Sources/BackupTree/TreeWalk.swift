@@ -17,10 +17,8 @@ import Darwin
 
 /// What one folder holds, in path order, as its lister saw it.
 enum WalkItem: Sendable {
-    /// A regular file: its entry (hash filled in from the cache, or nil), its dev:inode, and
-    /// what the assembly does with it. Every file of the tree waits as one of these until the
-    /// walk ends, so it holds no more than the entry.
-    case file(SyncEntry, identity: FileIdentity, FileFlags)
+    /// A regular file, as the assembly makes its entry of it.
+    case file(ListedFile)
     /// A subfolder, listed into its own slot.
     case folder(FolderSlot)
     /// A subfolder that could not be opened (errno).
@@ -33,6 +31,26 @@ enum WalkItem: Sendable {
     case special(path: String, what: String)
 }
 
+/// A regular file as its folder's lister saw it. Every file of the tree waits as one of these
+/// until the walk ends, so it holds only what its entry is made of (about 72 bytes and the path;
+/// a SyncEntry is about 190).
+struct ListedFile: Sendable {
+    var path: String
+    var size: Int64
+    var mtimeNanoseconds: Int64
+    var inode: UInt64
+    var device: UInt64
+    var mode: UInt32
+    var uid: UInt32
+    var gid: UInt32
+    /// Where the cache holds the fingerprint that matched (the file's hash), else -1.
+    var cacheIndex: Int32
+    var flags: FileFlags
+
+    var identity: FileIdentity { FileIdentity(device: device, inode: inode) }
+    var metadata: EntryMetadata { EntryMetadata(mode: mode, mtimeNanoseconds: mtimeNanoseconds, uid: uid, gid: gid) }
+}
+
 /// What the assembly does with a listed file.
 struct FileFlags: OptionSet, Sendable {
     let rawValue: UInt8
@@ -42,6 +60,8 @@ struct FileFlags: OptionSet, Sendable {
     static let cached = FileFlags(rawValue: 2)
     /// The file has more than one name: its dev:inode finds the others.
     static let linked = FileFlags(rawValue: 4)
+    /// Compared by size and mtime, never read.
+    static let sizeCompared = FileFlags(rawValue: 8)
 }
 
 /// One folder's listing, filled in by whichever thread lists it and read once all are done.
@@ -222,22 +242,22 @@ final class FolderLister: Sendable {
         _ path: String, size: Int64, inode: UInt64, device: UInt64, links: UInt64, metadata: EntryMetadata
     ) -> WalkItem {
         filesListed.add(1, ordering: .relaxed)
-        let mtime = metadata.mtimeNanoseconds
-        let identity = FileIdentity(device: device, inode: inode)
-        let linked: FileFlags = links > 1 ? .linked : []
+        var listed = ListedFile(
+            path: path, size: size, mtimeNanoseconds: metadata.mtimeNanoseconds, inode: inode, device: device, mode: metadata.mode,
+            uid: metadata.uid, gid: metadata.gid, cacheIndex: -1, flags: links > 1 ? .linked : [])
         if sizeCompared.matches(path) {
-            return .file(
-                SyncEntry(path: path, size: size, digest: nil, source: .underRoot, mtimeNanoseconds: mtime, metadata: metadata),
-                identity: identity, linked)
+            listed.flags.insert(.sizeCompared)
+            return .file(listed)
         }
-        let cached = cache[path]
-        if let cached, cached.matches(size: size, mtimeNanoseconds: mtime, inode: inode) {
-            return .file(SyncEntry(path: path, size: size, digest: cached.digest, source: .underRoot, metadata: metadata),
-                         identity: identity, linked.union(.cached))
+        if let index = cache.index(of: path) {
+            listed.flags.insert(.cached)
+            if cache.fingerprint(at: index).matches(size: size, mtimeNanoseconds: metadata.mtimeNanoseconds, inode: inode) {
+                listed.cacheIndex = Int32(index)
+                return .file(listed)
+            }
         }
-        return .file(
-            SyncEntry(path: path, size: size, digest: nil, source: .underRoot, metadata: metadata),
-            identity: identity, linked.union(cached != nil ? [.needsHash, .cached] : .needsHash))
+        listed.flags.insert(.needsHash)
+        return .file(listed)
     }
 
     /// The child for one directory entry, or nil when it is skipped without a trace.
@@ -466,13 +486,19 @@ struct ScanAssembly {
         }
         for item in items {
             switch item {
-            case .file(var entry, let identity, let flags):
+            case .file(let listed):
+                let flags = listed.flags
+                let identity = listed.identity
+                var entry = SyncEntry(
+                    path: listed.path, size: listed.size,
+                    digest: listed.cacheIndex >= 0 ? cache.fingerprint(at: Int(listed.cacheIndex)).digest : nil, source: .underRoot,
+                    mtimeNanoseconds: flags.contains(.sizeCompared) ? listed.mtimeNanoseconds : nil, metadata: listed.metadata)
                 if flags.contains(.cached) { cachePathsSeen += 1 }
                 if flags.contains(.needsHash) {
                     jobEntries.append(entries.count)
                     jobs.append(HashJob(
-                        path: entry.path, size: entry.size, mtimeNanoseconds: entry.metadata?.mtimeNanoseconds ?? 0,
-                        inode: identity.inode, device: identity.device))
+                        path: listed.path, size: listed.size, mtimeNanoseconds: listed.mtimeNanoseconds, inode: listed.inode,
+                        device: listed.device))
                 }
                 if flags.contains(.linked) {
                     if let first = firstNames[identity] {
@@ -531,10 +557,9 @@ struct ScanAssembly {
 
     /// Hashes every queued file and fills in its entry.
     mutating func hashChangedFiles(below rootFD: Int32, threads: Int, fileSystem: ScanFileSystem) {
-        let outcomes = ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD).hash(jobs)
         newFingerprints.reserveCapacity(jobs.count)
         var vanished: Set<Int> = []
-        for (jobIndex, outcome) in outcomes.enumerated() {
+        ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD).hash(jobs) { jobIndex, outcome in
             let job = jobs[jobIndex]
             let entryIndex = jobEntries[jobIndex]
             switch outcome {
@@ -572,6 +597,8 @@ struct ScanAssembly {
                 notes.append(ScanNote(kind: .vanished, path: job.path, message: "left out \(job.path): \(why)"))
             }
         }
+        jobs = []  // done with: not held while the result is made
+        jobEntries = []
         if !vanished.isEmpty {
             entries = entries.enumerated().filter { !vanished.contains($0.offset) }.map(\.element)
         }
