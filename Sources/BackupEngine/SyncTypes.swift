@@ -18,6 +18,11 @@ public enum SyncSource: Sendable, Equatable {
 }
 
 /// One file of the local side.
+///
+/// A scan holds one per file of the tree, so the entry is packed: the fields below that are
+/// rarely more than a tag (a source other than the tree's, a hard link's target, owner names)
+/// live in one shared box, and the rest in plain words: about 96 bytes and the path, where
+/// the fields as declared took about 190.
 public struct SyncEntry: Sendable, Equatable {
     /// The relative path the file has on the remote.
     public var path: String
@@ -25,15 +30,94 @@ public struct SyncEntry: Sendable, Equatable {
     public var size: Int64
     /// The SHA-256 of a hash-compared entry; nil for a size-compared one.
     public var digest: SHA256Digest?
-    public var source: SyncSource
+    private var mtimeValue: Int64 = 0
+    private var metaMtime: Int64 = 0
+    private var rare: Rare?
+    private var metaMode: UInt32 = 0
+    private var metaUid: UInt32 = 0
+    private var metaGid: UInt32 = 0
+    private var bits: Bits = []
+
+    private struct Bits: OptionSet, Sendable {
+        let rawValue: UInt8
+        static let hasMtime = Bits(rawValue: 1)
+        static let hasMetadata = Bits(rawValue: 2)
+        static let absent = Bits(rawValue: 4)
+    }
+
+    /// The fields that are usually empty, immutable and shared by copies (a new box on change).
+    private final class Rare: Sendable {
+        /// `.file` or `.bytes`; nil for `.underRoot` and `.absent`.
+        let source: SyncSource?
+        /// A kind other than `.file`.
+        let kind: EntryKind?
+        let user: String?
+        let group: String?
+
+        init(source: SyncSource?, kind: EntryKind?, user: String?, group: String?) {
+            self.source = source
+            self.kind = kind
+            self.user = user
+            self.group = group
+        }
+
+        static func make(source: SyncSource?, kind: EntryKind?, user: String?, group: String?) -> Rare? {
+            source == nil && kind == nil && user == nil && group == nil ? nil : Rare(source: source, kind: kind, user: user, group: group)
+        }
+    }
+
+    public var source: SyncSource {
+        get {
+            if let source = rare?.source { return source }
+            return bits.contains(.absent) ? .absent : .underRoot
+        }
+        set {
+            switch newValue {
+            case .underRoot, .absent:
+                if newValue == .absent { bits.insert(.absent) } else { bits.remove(.absent) }
+                rare = Rare.make(source: nil, kind: rare?.kind, user: rare?.user, group: rare?.group)
+            case .file, .bytes:
+                bits.remove(.absent)
+                rare = Rare.make(source: newValue, kind: rare?.kind, user: rare?.user, group: rare?.group)
+            }
+        }
+    }
+
     /// The local modification time (ns) of a size-compared entry: it uploads when this
     /// differs from the one the state recorded at upload (nil: compared by size alone).
-    public var mtimeNanoseconds: Int64?
+    public var mtimeNanoseconds: Int64? {
+        get { bits.contains(.hasMtime) ? mtimeValue : nil }
+        set {
+            mtimeValue = newValue ?? 0
+            if newValue == nil { bits.remove(.hasMtime) } else { bits.insert(.hasMtime) }
+        }
+    }
+
     /// `.file`, or `.hardLink` for a second name of a file met earlier in the scan.
-    public var kind: EntryKind
+    public var kind: EntryKind {
+        get { rare?.kind ?? .file }
+        set { rare = Rare.make(source: rare?.source, kind: newValue == .file ? nil : newValue, user: rare?.user, group: rare?.group) }
+    }
+
     /// The file's mode, times and owner as scanned; nil where unknown (an absent entry).
     /// A change of it alone uploads nothing: the state records it, and the marker carries it.
-    public var metadata: EntryMetadata?
+    public var metadata: EntryMetadata? {
+        get {
+            guard bits.contains(.hasMetadata) else { return nil }
+            return EntryMetadata(
+                mode: metaMode, mtimeNanoseconds: metaMtime, uid: metaUid, gid: metaGid, user: rare?.user, group: rare?.group)
+        }
+        set {
+            metaMode = newValue?.mode ?? 0
+            metaMtime = newValue?.mtimeNanoseconds ?? 0
+            metaUid = newValue?.uid ?? 0
+            metaGid = newValue?.gid ?? 0
+            if newValue == nil { bits.remove(.hasMetadata) } else { bits.insert(.hasMetadata) }
+            if rare?.user != newValue?.user || rare?.group != newValue?.group {
+                rare = Rare.make(source: rare?.source, kind: rare?.kind, user: newValue?.user, group: newValue?.group)
+            }
+        }
+    }
 
     public init(
         path: String, size: Int64, hash: String?, source: SyncSource, mtimeNanoseconds: Int64? = nil,
@@ -55,6 +139,11 @@ public struct SyncEntry: Sendable, Equatable {
         self.mtimeNanoseconds = mtimeNanoseconds
         self.kind = kind
         self.metadata = metadata
+    }
+
+    public static func == (a: SyncEntry, b: SyncEntry) -> Bool {
+        a.path == b.path && a.size == b.size && a.digest == b.digest && a.source == b.source
+            && a.mtimeNanoseconds == b.mtimeNanoseconds && a.kind == b.kind && a.metadata == b.metadata
     }
 
     /// The SHA-256 as lowercase hex (64 digits); nil for a size-compared entry. Setting text

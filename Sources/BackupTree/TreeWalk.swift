@@ -26,7 +26,8 @@ enum WalkItem: Sendable {
     /// A name whose status cannot be read (errno): a folder with read but no search permission.
     case unstatable(path: String, code: Int32)
     /// A symbolic link: its target (FileName's codec) and its own times and owner.
-    case symlink(path: String, target: String, metadata: EntryMetadata)
+    /// (Boxed: links are few, and the largest payload would set every item's size.)
+    indirect case symlink(path: String, target: String, metadata: EntryMetadata)
     /// A FIFO, socket or device, described.
     case special(path: String, what: String)
 }
