@@ -126,7 +126,11 @@ public struct FolderStorage: RemoteStorage {
             try walker.walk(rootFD) { path, status in
                 files.append(RemoteFile(path: path, size: Int64(status.st_size), remoteId: Self.remoteId(status)))
             }
-            return files
+            // Grown by doubling, the array may hold twice its files; the listing of a large tree
+            // is held for the whole run, so it is returned at its size.
+            return files.capacity > files.count + files.count / 8 ? Array(unsafeUninitializedCapacity: files.count) { buffer, count in
+                count = buffer.initialize(fromContentsOf: files)
+            } : files
         }
     }
 
