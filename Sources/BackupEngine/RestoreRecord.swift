@@ -117,17 +117,43 @@ public final class RestoreRecord: Sendable {
     public func files() throws -> [RecordedFile] {
         try withDB { db in
             var result: [RecordedFile] = []
+            try db.run("SELECT count(*) FROM restore_files") { row in result.reserveCapacity(Int(row.int(0))) }
+            // Texts that repeat from file to file (group and owner names) are held once.
+            var names: [String: String] = [:]
+            func shared(_ text: String?) -> String? {
+                guard let text else { return nil }
+                if let known = names[text] { return known }
+                if names.count < 4096 { names[text] = text }
+                return text
+            }
+            var damaged: String?
             try db.run(
                 "SELECT idx, remote_path, place_path, required, grp, sha256, size, status, attempts, last_error, meta, link_to "
                     + "FROM restore_files ORDER BY idx"
             ) { row in
+                let remotePath = row.text(1) ?? ""
+                // Most files are placed where they were: one String for both paths.
+                let placed = row.withTextBytes(2) { bytes in remotePath.utf8.elementsEqual(bytes) } ? remotePath : row.text(2) ?? ""
+                let digest = row.digest(5)
+                if digest == nil && !row.isNull(5) { damaged = damaged ?? remotePath }
+                var metadata = row.text(10).flatMap(EntryMetadata.init(recordText:))
+                if let read = metadata {
+                    metadata?.user = shared(read.user)
+                    metadata?.group = shared(read.group)
+                }
                 let file = RestoreFile(
-                    remotePath: row.text(1) ?? "", placePath: row.text(2) ?? "", required: row.int(3) != 0,
-                    group: row.text(4), sha256: row.text(5), size: row.isNull(6) ? nil : row.int(6),
-                    metadata: row.text(10).flatMap(EntryMetadata.init(recordText:)), hardLinkTo: row.text(11))
+                    remotePath: remotePath, placePath: placed, required: row.int(3) != 0,
+                    group: shared(row.text(4)), digest: digest, size: row.isNull(6) ? nil : row.int(6),
+                    metadata: metadata, hardLinkTo: row.text(11))
                 result.append(RecordedFile(
                     index: Int(row.int(0)), file: file, status: RestoreFileStatus(rawValue: row.int(7)) ?? .pending,
                     attempts: Int(row.int(8)), lastError: row.text(9)))
+            }
+            // A hash that is not one would let a download go unverified: the record is refused.
+            if let damaged {
+                throw StateStoreError(
+                    .corrupt, path: path,
+                    "the restore record \(path) is damaged (the SHA-256 of \(String(reflecting: damaged)) is not one). \(RestoreRecord.kind.startOver)")
             }
             return result
         }

@@ -18,7 +18,7 @@ public struct RefusedPath: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// One file to restore. It names no local path: where it lands is derived from `placePath`
 /// by the restore's staging and placement, which check it as they would any remote path.
-public struct RestoreFile: Sendable, Equatable, Codable {
+public struct RestoreFile: Sendable, Equatable {
     /// The file's path on the remote: what is read.
     public var remotePath: String
     /// Where the file goes, relative to the restore's target (for a plain restore, the remote
@@ -29,7 +29,7 @@ public struct RestoreFile: Sendable, Equatable, Codable {
     /// An opaque group; files of a group are placed together. nil: its own group.
     public var group: String?
     /// The SHA-256 the download must have, when known; a mismatch is a failed attempt.
-    public var sha256: String?
+    public var digest: SHA256Digest?
     /// The size the remote listed, when known; a body of another size is refused.
     public var size: Int64?
     /// The mode, times and owner the marker records, set on the file as it is placed; nil
@@ -43,14 +43,29 @@ public struct RestoreFile: Sendable, Equatable, Codable {
         remotePath: String, placePath: String? = nil, required: Bool = false, group: String? = nil,
         sha256: String? = nil, size: Int64? = nil, metadata: EntryMetadata? = nil, hardLinkTo: String? = nil
     ) {
+        self.init(
+            remotePath: remotePath, placePath: placePath, required: required, group: group,
+            digest: sha256.flatMap(SHA256Digest.init(hex:)), size: size, metadata: metadata, hardLinkTo: hardLinkTo)
+    }
+
+    public init(
+        remotePath: String, placePath: String? = nil, required: Bool = false, group: String? = nil,
+        digest: SHA256Digest?, size: Int64? = nil, metadata: EntryMetadata? = nil, hardLinkTo: String? = nil
+    ) {
         self.remotePath = remotePath
         self.placePath = placePath ?? remotePath
         self.required = required
         self.group = group
-        self.sha256 = sha256
+        self.digest = digest
         self.size = size
         self.metadata = metadata
         self.hardLinkTo = hardLinkTo
+    }
+
+    /// The SHA-256 as lowercase hex; nil when unknown (text that is not 64 hex digits is none).
+    public var sha256: String? {
+        get { digest?.hex }
+        set { digest = newValue.flatMap(SHA256Digest.init(hex:)) }
     }
 }
 

@@ -135,7 +135,7 @@ extension RestoreTarget {
         let byPath = Dictionary(files.map { ($0.placePath, $0) }, uniquingKeysWith: { first, _ in first })
         for file in files {
             guard let first = file.hardLinkTo, placed.contains(first),
-                  let original = byPath[first], original.sha256 != nil, original.sha256 == file.sha256, original.size == file.size
+                  let original = byPath[first], original.digest != nil, original.digest == file.digest, original.size == file.size
             else { continue }
             linkPair(first: first, second: file, rootFD: rootFD)
         }
