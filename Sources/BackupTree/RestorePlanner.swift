@@ -89,15 +89,20 @@ public enum RestorePlanner {
             return a.offset < b.offset
         }.map(\.element.name) + [otherFilesGroup]
         var planned: [RestoreFile] = []
+        planned.reserveCapacity(byGroup.values.reduce(0) { $0 + $1.count })
         var named = Set<String>()
         for name in ordered where named.insert(name).inserted {
-            guard let group = byGroup[name] else { continue }
-            planned += group.sorted { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
+            // Taken out of the dictionary, sorted in place and appended: never two copies of a group.
+            guard var group = byGroup.removeValue(forKey: name) else { continue }
+            ByteOrder.sort(&group, by: \.remotePath)
+            planned += group
         }
         // A hard link is made only to a file this restore places.
-        let placed = Set(planned.map(\.placePath))
-        for index in planned.indices where planned[index].hardLinkTo.map({ !placed.contains($0) }) ?? false {
-            planned[index].hardLinkTo = nil
+        if planned.contains(where: { $0.hardLinkTo != nil }) {
+            let placed = Set(planned.map(\.placePath))
+            for index in planned.indices where planned[index].hardLinkTo.map({ !placed.contains($0) }) ?? false {
+                planned[index].hardLinkTo = nil
+            }
         }
         let tree = treeEntries(marker, files: planned, target: target, only: only, refused: &refused)
         refused.sort { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
