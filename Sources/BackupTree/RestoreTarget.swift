@@ -4,6 +4,7 @@
 
 import BackupEngine
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,6 +41,8 @@ public struct RestoreTarget: RestoreStaging {
     public let root: String
     /// What setting modes, times, owners and links could not do (shared by copies).
     public let treeNotes = TreeRestoreNotes()
+    /// The staging folder the last download went into, open (shared by copies).
+    private let lastStagingFolder = FolderCache()
 
     public init(root: String) {
         var trimmed = Substring(root)
@@ -72,6 +75,7 @@ public struct RestoreTarget: RestoreStaging {
     /// Before a run (the engine's call): the target folder made, and the temporaries a
     /// stopped run left in the staging folder removed.
     public func prepare() throws {
+        lastStagingFolder.forget()
         try createFolder()
         // A stopped run's temporaries are garbage: no record names them.
         guard let rootFD = try? openRoot() else { return }
@@ -115,25 +119,43 @@ public struct RestoreTarget: RestoreStaging {
 
     public func create(for file: RestoreFile) throws -> StagedWrite {
         let parts = try Self.parts(file.placePath)
-        let rootFD = try openRoot()
-        defer { close(rootFD) }
-        let chain: [Int32]
-        do {
-            chain = try openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: true, operation: "staging", displayRoot: root)
-        } catch {
-            throw Self.walkFailure(error, file, root)
+        // Downloads come in path order, so most go into the folder the one before went into:
+        // it is walked to (and made) once, not once per file.
+        // A kept folder removed meanwhile (ENOENT) is forgotten and walked to again, once.
+        for attempt in 0..<2 {
+            let folderFD = try stagingFolder(for: parts, file)
+            var code: Int32 = 0
+            for _ in 0..<8 {
+                let name = Self.temporaryPrefix + String(UInt64.random(in: .min ... .max), radix: 16)
+                let fd = openat(folderFD, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                if fd >= 0 { return StagedWrite(fd: fd, folderFD: folderFD, temporaryName: name) }
+                code = errno
+                if code != EEXIST { break }
+            }
+            close(folderFD)
+            if code == ENOENT && attempt == 0 {
+                lastStagingFolder.forget()
+                continue
+            }
+            throw LocalFileError(path: stagingRoot, message: "cannot write the download of \(finalPath(for: file.placePath)) into \(stagingRoot): \(String(cString: strerror(code)))")
         }
-        let folderFD = chain[chain.count - 1]
-        chain.dropLast().forEach { close($0) }
-        for _ in 0..<8 {
-            let name = Self.temporaryPrefix + String(UInt64.random(in: .min ... .max), radix: 16)
-            let fd = openat(folderFD, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            if fd >= 0 { return StagedWrite(fd: fd, folderFD: folderFD, temporaryName: name) }
-            if errno != EEXIST { break }
+        throw LocalFileError(path: stagingRoot, message: "cannot write the download of \(finalPath(for: file.placePath)) into \(stagingRoot)")
+    }
+
+    /// The staging folder of a file with these path parts, open (the caller closes it).
+    private func stagingFolder(for parts: [String], _ file: RestoreFile) throws -> Int32 {
+        try lastStagingFolder.descriptor(for: parts.dropLast()) {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let chain: [Int32]
+            do throws(FolderWalkError) {
+                chain = try openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: true, operation: "staging", displayRoot: root)
+            } catch {
+                throw Self.walkFailure(error, file, root)
+            }
+            chain.dropLast().forEach { close($0) }
+            return chain[chain.count - 1]
         }
-        let code = errno
-        close(folderFD)
-        throw LocalFileError(path: stagingRoot, message: "cannot write the download of \(finalPath(for: file.placePath)) into \(stagingRoot): \(String(cString: strerror(code)))")
     }
 
     public func keep(_ write: StagedWrite, for file: RestoreFile) throws {
@@ -185,6 +207,7 @@ public struct RestoreTarget: RestoreStaging {
 
     /// Removes the staging folder and everything in it (without following a link).
     public func finish() {
+        lastStagingFolder.forget()
         guard let rootFD = try? openRoot() else { return }
         defer { close(rootFD) }
         let fd = Self.stagingName.withCString { openat(rootFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
@@ -311,24 +334,35 @@ public struct RestoreTarget: RestoreStaging {
     public func place(_ files: [RestoreFile]) throws {
         let rootFD = try openRoot()
         defer { close(rootFD) }
+        // Files come in path order: the folders of one are mostly the next one's, so both
+        // chains are walked once per folder, not once per file.
+        var folder: ArraySlice<String>?
+        var target: [Int32] = []
+        var staging: [Int32] = []
+        func closeChains() {
+            target.forEach { close($0) }
+            staging.forEach { close($0) }
+            (target, staging, folder) = ([], [], nil)
+        }
+        defer { closeChains() }
         for file in files {
             let parts = try Self.parts(file.placePath)
             let name = parts[parts.count - 1]
             let finalPath = finalPath(for: file.placePath)
-            let target: [Int32]
-            do {
-                target = try openFolderChain(parts.dropLast(), under: rootFD, create: true, operation: "placing", displayRoot: root)
-            } catch {
-                throw Self.walkFailure(error, file, root)
+            if folder.map({ !FolderCache.same($0, parts.dropLast()) }) ?? true {
+                closeChains()
+                do {
+                    target = try openFolderChain(parts.dropLast(), under: rootFD, create: true, operation: "placing", displayRoot: root)
+                } catch {
+                    throw Self.walkFailure(error, file, root)
+                }
+                do {
+                    staging = try openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: false, operation: "reading", displayRoot: root)
+                } catch {
+                    throw LocalFileError(errno: error.code, reading: error.path)
+                }
+                folder = parts.dropLast()
             }
-            defer { target.forEach { close($0) } }
-            let staging: [Int32]
-            do {
-                staging = try openFolderChain([Self.stagingName] + parts.dropLast(), under: rootFD, create: false, operation: "reading", displayRoot: root)
-            } catch {
-                throw LocalFileError(errno: error.code, reading: error.path)
-            }
-            defer { staging.forEach { close($0) } }
             let from = staging.last ?? rootFD
             let to = target.last ?? rootFD
             if FileName.withCString(name, { renameat(from, $0, to, $0) }) != 0 {
@@ -342,5 +376,41 @@ public struct RestoreTarget: RestoreStaging {
         let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw LocalFileError(errno: errno, reading: root) }
         return fd
+    }
+}
+
+/// One open folder and the path parts it was reached by, kept between calls from any thread.
+final class FolderCache: Sendable {
+    private let last = Mutex<(parts: [String], fd: Int32)?>(nil)
+
+    deinit { forget() }
+
+    /// A descriptor of the folder `parts` names, which the caller closes: a duplicate of the
+    /// one kept when `parts` are those of the last call (byte for byte), else `open()`'s.
+    func descriptor(for parts: ArraySlice<String>, open: () throws -> Int32) throws -> Int32 {
+        try last.withLock { kept in
+            if let kept, Self.same(kept.parts[...], parts) {
+                let fd = dup(kept.fd)
+                if fd >= 0 { return fd }
+            }
+            let fd = try open()
+            if let kept { close(kept.fd) }
+            let copy = dup(fd)
+            kept = copy >= 0 ? (Array(parts), copy) : nil
+            return fd
+        }
+    }
+
+    /// Closes the kept folder (it may be removed: a new run walks to it again).
+    func forget() {
+        last.withLock { kept in
+            if let kept { close(kept.fd) }
+            kept = nil
+        }
+    }
+
+    /// Whether two lists of names are the same bytes (not only canonically equal Strings).
+    static func same(_ a: ArraySlice<String>, _ b: ArraySlice<String>) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
     }
 }
