@@ -1,6 +1,12 @@
 // The restore half of the contract (restore rules 1–7): a plan recorded before anything
 // runs, required groups first, attempts counted, placement asked one group at a time, the
 // record saved after every download and every placement, and resume revalidated by a probe.
+//
+// Downloads of one group run with up to `transfers` in flight; only this engine's run (the
+// parent task) touches the record, the counts and the progress, one result at a time as each
+// download finishes. Groups still go one after another: a group is offered to placement only
+// once every download of it has ended, and no download of the next group starts before that
+// (rule 3 leaves optional files untouched when a required group fails).
 
 import Foundation
 
@@ -14,6 +20,8 @@ public final class RestoreEngine: Sendable {
     /// After this many failed attempts an optional file is skipped until
     /// `resume(resetAttempts: true)`.
     public let maxAttempts: Int
+    /// How many downloads may be in flight at once (the profile's `transfers`).
+    public let transfers: Int
     private let availability: @Sendable () async -> Availability
     private let onFileFailed: @Sendable (RestoreFile, RestoreFailure) -> Void
     private let serial = AsyncMutex()
@@ -24,6 +32,7 @@ public final class RestoreEngine: Sendable {
         staging: any RestoreStaging,
         markerPath: String = SyncEngine.defaultMarkerPath,
         maxAttempts: Int = 3,
+        transfers: Int = 1,
         availability: @escaping @Sendable () async -> Availability = { .available },
         onFileFailed: @escaping @Sendable (RestoreFile, RestoreFailure) -> Void = { _, _ in }
     ) {
@@ -33,6 +42,7 @@ public final class RestoreEngine: Sendable {
         self.staging = staging
         self.markerPath = markerPath
         self.maxAttempts = maxAttempts
+        self.transfers = max(1, transfers)
         self.availability = availability
     }
 
@@ -102,12 +112,8 @@ public final class RestoreEngine: Sendable {
         for group in groups where group.required {
             let open = group.indices.filter { files[$0].status != .done }
             if open.isEmpty { continue }
-            for index in open {
-                if let failure = try await fetch(&files, index, &run) {
-                    run.report()
-                    return .failed(failure)
-                }
-                run.report()
+            if let failure = try await fetch(open, &files, &run, stopAtFirstFailure: true).first?.failure {
+                return .failed(failure)
             }
             let offered = RestoreGroup(name: group.name, required: true, files: open.map { files[$0].file }, failed: [])
             switch try await place(offered, open, &files, placement, &run) {
@@ -123,12 +129,9 @@ public final class RestoreEngine: Sendable {
         for group in groups where !group.required {
             let open = group.indices.filter { files[$0].status != .done && files[$0].attempts < maxAttempts }
             if open.isEmpty { continue }
-            var landed: [Int] = []
-            var failed: [Int] = []
-            for index in open {
-                if try await fetch(&files, index, &run) == nil { landed.append(index) } else { failed.append(index) }
-                run.report()
-            }
+            let failed = try await fetch(open, &files, &run, stopAtFirstFailure: false).map(\.index)
+            let failedSet = Set(failed)
+            let landed = open.filter { !failedSet.contains($0) }
             if landed.isEmpty { continue }
             let offered = RestoreGroup(
                 name: group.name, required: false, files: landed.map { files[$0].file }, failed: failed.map { files[$0].file })
@@ -147,19 +150,99 @@ public final class RestoreEngine: Sendable {
         return .partial(pending: pending)
     }
 
-    /// Makes sure file `index` is downloaded and verified; nil when it is, else why not.
+    /// How one file's download ended, as a child task tells the run.
+    private enum Fetched: Sendable {
+        /// Staged by an earlier run and still intact: nothing to record.
+        case intact
+        /// Downloaded, verified and staged now: to be recorded.
+        case downloaded
+        /// The file failed (an attempt).
+        case failed(RestoreFailure)
+        /// The run was cancelled; the temporary is discarded.
+        case cancelled
+        /// The local side failed in a way that ends the run (thrown by it, as before any change).
+        case thrown(any Error)
+    }
+
+    /// Makes sure the files `indices` (of one group, in plan order) are downloaded and
+    /// verified, with up to `transfers` downloads in flight. Returns the files that failed, in
+    /// plan order, with why.
     ///
-    /// Rule 7: a file staged by an earlier run is not fetched again, but it is checked again
+    /// Every result is recorded here, by the run, as it arrives (rule 5), so at most
+    /// `transfers` finished downloads ever wait to be recorded. With `stopAtFirstFailure` (a
+    /// required group, rule 3) the first failure starts no further download; those in flight
+    /// end and are recorded (a finished download as downloaded, a failed one as an attempt)
+    /// before this returns. Cancellation does the same, then throws `CancellationError`.
+    private func fetch(
+        _ indices: [Int], _ files: inout [RecordedFile], _ run: inout Run, stopAtFirstFailure: Bool
+    ) async throws -> [(index: Int, failure: RestoreFailure)] {
+        try await withThrowingTaskGroup(of: (Int, Fetched).self) { group in
+            var next = 0
+            var inFlight = 0
+            var failed: [(index: Int, failure: RestoreFailure)] = []
+            var cancelled = false
+            var thrown: (any Error)?
+            while true {
+                while inFlight < transfers && next < indices.count && thrown == nil && !cancelled
+                    && !(stopAtFirstFailure && !failed.isEmpty) {
+                    if Task.isCancelled {
+                        cancelled = true
+                        break
+                    }
+                    let index = indices[next]
+                    let (file, status) = (files[index].file, files[index].status)
+                    next += 1
+                    inFlight += 1
+                    group.addTask { (index, await self.fetch(file, staged: status == .downloaded)) }
+                }
+                guard inFlight > 0, let (index, result) = try await group.next() else { break }
+                inFlight -= 1
+                switch result {
+                case .intact:
+                    continue
+                case .downloaded:
+                    // Rule 5: saved after every download.
+                    try record.setStatus(.downloaded, [files[index].index])
+                    run.setStatus(index, .downloaded, in: &files)
+                case .failed(let failure):
+                    onFileFailed(files[index].file, failure)
+                    try record.countAttempt([files[index].index], reason: failure.description, status: .pending)
+                    files[index].attempts += 1
+                    run.setStatus(index, .pending, in: &files)
+                    files[index].lastError = failure.description
+                    failed.append((index, failure))
+                case .cancelled:
+                    cancelled = true
+                case .thrown(let error):
+                    thrown = thrown ?? error
+                }
+                run.report()
+            }
+            if let thrown { throw thrown }
+            if cancelled { throw CancellationError() }
+            // Results arrive as downloads end; which failure ends a required group must not
+            // depend on timing: the first in plan order.
+            return failed.sorted { $0.index < $1.index }
+        }
+    }
+
+    /// Downloads and verifies `file` into the staging (a child task of the run: it touches
+    /// neither the record nor the counts).
+    ///
+    /// Rule 7: a file `staged` by an earlier run is not fetched again, but it is checked again
     /// (size and SHA-256) before it may be placed: the disk may have changed between runs. A
     /// run fetches each file once, so what it downloads itself is checked once, as it lands.
-    private func fetch(_ files: inout [RecordedFile], _ index: Int, _ run: inout Run) async throws -> RestoreFailure? {
-        let file = files[index].file
-        if files[index].status == .downloaded {
-            if try stagedCopyIsIntact(file) { return nil }
-            staging.removeStaged(file)
-        }
-        try Task.checkCancellation()
+    private func fetch(_ file: RestoreFile, staged: Bool) async -> Fetched {
         do {
+            if staged {
+                if try stagedCopyIsIntact(file) { return .intact }
+                staging.removeStaged(file)
+            }
+        } catch {
+            return .thrown(error)
+        }
+        do {
+            try Task.checkCancellation()
             let write = try staging.create(for: file)
             do {
                 try await storage.downloadFile(file.remotePath, into: write.fd, expectedSize: file.size, onBytes: { _ in })
@@ -169,23 +252,14 @@ public final class RestoreEngine: Sendable {
                 staging.discard(write)
                 throw error
             }
+            return .downloaded
         } catch is CancellationError {
-            throw CancellationError()
+            return .cancelled
         } catch let error as StateStoreError {
-            throw error
+            return .thrown(error)
         } catch {
-            let failure = Self.failure(error)
-            onFileFailed(file, failure)
-            try record.countAttempt([files[index].index], reason: failure.description, status: .pending)
-            files[index].attempts += 1
-            run.setStatus(index, .pending, in: &files)
-            files[index].lastError = failure.description
-            return failure
+            return .failed(Self.failure(error))
         }
-        // Rule 5: saved after every download.
-        try record.setStatus(.downloaded, [files[index].index])
-        run.setStatus(index, .downloaded, in: &files)
-        return nil
     }
 
     /// Whether what is staged for `file` is still its verified content.

@@ -16,21 +16,35 @@ final class RestoreFixture {
     var engine: RestoreEngine
     var storage: FaultyStorage { sync.storage }
 
-    /// `files`: remote path → contents, all backed up before the test starts.
-    init(_ files: [(String, String)], availability: @escaping @Sendable () async -> Availability = { .available }) async throws {
+    /// `files`: remote path → contents, all backed up before the test starts. `transfers`:
+    /// the engine's downloads in flight; `onFileFailed`: the engine's callback.
+    init(
+        _ files: [(String, String)], transfers: Int = 1,
+        availability: @escaping @Sendable () async -> Availability = { .available },
+        onFileFailed: @escaping @Sendable (RestoreFile, RestoreFailure) -> Void = { _, _ in }
+    ) async throws {
         sync = try EngineFixture(policy: SyncPolicy(shrinkGuard: nil))
         target = sync.dir + "/target"
         recordPath = sync.dir + "/restore/record.db"
         _ = completed(try await sync.engine.sync(snapshot(files.map { hashed($0.0, $0.1) })))
         record = try RestoreRecord(path: recordPath)
-        engine = RestoreEngine(storage: sync.storage, record: record, staging: FolderStaging(root: target), availability: availability)
+        engine = RestoreEngine(
+            storage: sync.storage, record: record, staging: FolderStaging(root: target), transfers: transfers,
+            availability: availability, onFileFailed: onFileFailed)
         sync.storage.resetCalls()
     }
 
     /// A new record and engine over the same files: what a restarted process sees.
-    func reopen(availability: @escaping @Sendable () async -> Availability = { .available }) throws {
+    func reopen(transfers: Int = 1, availability: @escaping @Sendable () async -> Availability = { .available }) throws {
         record = try RestoreRecord(path: recordPath)
-        engine = RestoreEngine(storage: sync.storage, record: record, staging: FolderStaging(root: target), availability: availability)
+        engine = RestoreEngine(
+            storage: sync.storage, record: record, staging: FolderStaging(root: target), transfers: transfers, availability: availability)
+    }
+
+    /// Temporary files a download left in the target (FolderStaging names them `.tmp-…`).
+    var temporaries: [String] {
+        (FileManager.default.enumerator(atPath: target)?.allObjects as? [String] ?? [])
+            .filter { ($0 as NSString).lastPathComponent.hasPrefix(".tmp-") }
     }
 
     /// The source of the backup now on the remote.
