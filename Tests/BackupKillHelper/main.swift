@@ -1,10 +1,11 @@
 // A restore that kills its own process (SIGKILL, no cleanup) at a chosen point, for the
 // tests that resume after a process death:
 //
-//   BackupKillHelper REMOTE TARGET RECORD POINT N
+//   BackupKillHelper REMOTE TARGET RECORD POINT N [TRANSFERS]
 //
 // POINT: before-download (just before the Nth download), after-download (the Nth download
 // finished, its record entry not yet saved), mid-placement (the Nth group placed one file).
+// TRANSFERS: the restore's downloads in flight (default 1).
 
 import BackupEngine
 import BackupStorage
@@ -14,8 +15,8 @@ import Foundation
 import Synchronization
 
 let arguments = CommandLine.arguments
-guard arguments.count == 6, let n = Int(arguments[5]) else {
-    FileHandle.standardError.write(Data("usage: BackupKillHelper REMOTE TARGET RECORD POINT N\n".utf8))
+guard (6...7).contains(arguments.count), let n = Int(arguments[5]), let transfers = Int(arguments.count == 7 ? arguments[6] : "1") else {
+    FileHandle.standardError.write(Data("usage: BackupKillHelper REMOTE TARGET RECORD POINT N [TRANSFERS]\n".utf8))
     exit(2)
 }
 let (remote, targetRoot, recordPath, point) = (arguments[1], arguments[2], arguments[3], arguments[4])
@@ -48,7 +49,10 @@ final class Counter: Sendable {
 let storage = FaultyStorage(FolderStorage(root: remote))
 switch point {
 case "before-download": storage.setHook { call, count in if case .download = call, count == n { die() } }
-case "after-download": storage.setAfterHook { call, count in if case .download = call, count == n { die() } }
+case "after-download":
+    // Counted as they finish: with several in flight, the Nth to finish need not be the Nth to start.
+    let finished = Counter()
+    storage.setAfterHook { call, _ in if case .download = call, finished.next() == n { die() } }
 case "mid-placement": break
 default:
     FileHandle.standardError.write(Data("unknown point \(point)\n".utf8))
@@ -65,6 +69,6 @@ let plan = try RestorePlanner.plan(marker: marker, source: source, files: files,
 try target.prepare()
 let staged = StagedPlacement(target: target)
 let placement: any RestorePlacement = point == "mid-placement" ? DyingPlacement(inner: staged, dieAtGroup: n) : staged
-let outcome = try await RestoreEngine(storage: storage, record: try RestoreRecord(path: recordPath), staging: target).start(plan, placement: placement)
+let outcome = try await RestoreEngine(storage: storage, record: try RestoreRecord(path: recordPath), staging: target, transfers: transfers).start(plan, placement: placement)
 print("finished without dying: \(outcome)")
 exit(4)

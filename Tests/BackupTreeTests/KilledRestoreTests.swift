@@ -46,31 +46,32 @@ final class KilledRestoreTests: XCTestCase {
         return process.terminationReason == .uncaughtSignal ? process.terminationStatus : 0
     }
 
-    private func killAndResume(point: String, n: Int) async throws {
+    /// Kills a restore with `transfers` downloads in flight at `point` `n`, resumes it with as many.
+    private func killAndResume(point: String, n: Int, transfers: Int = 1) async throws {
         let dir = try TempDir("backup-killed")
         defer { dir.cleanup() }
         let remote = try await makeBackup(dir)
         let targetRoot = dir.path("target")
         let recordPath = dir.path("record.db")
 
-        let signal = try runHelper([remote, targetRoot, recordPath, point, String(n)])
-        XCTAssertEqual(signal, SIGKILL, "\(point) \(n): the helper must die by SIGKILL")
+        let signal = try runHelper([remote, targetRoot, recordPath, point, String(n), String(transfers)])
+        XCTAssertEqual(signal, SIGKILL, "\(point) \(n), \(transfers) in flight: the helper must die by SIGKILL")
 
         let record = try RestoreRecord(path: recordPath)
         let placedBefore = Set(try record.files().filter { $0.status == .done }.map(\.file.remotePath))
         let storage = FaultyStorage(FolderStorage(root: remote))
         let target = RestoreTarget(root: targetRoot)
-        let engine = RestoreEngine(storage: storage, record: record, staging: target)
+        let engine = RestoreEngine(storage: storage, record: record, staging: target, transfers: transfers)
         let outcome = try await engine.resume(placement: StagedPlacement(target: target))
-        guard case .completed = outcome else { return XCTFail("\(point) \(n): resume ended \(outcome)") }
+        guard case .completed = outcome else { return XCTFail("\(point) \(n), \(transfers) in flight: resume ended \(outcome)") }
 
         let downloaded = storage.calls.compactMap { if case .download(let path) = $0 { path } else { nil } }
-        XCTAssertTrue(placedBefore.isDisjoint(with: downloaded), "\(point) \(n): a placed file was downloaded again")
+        XCTAssertTrue(placedBefore.isDisjoint(with: downloaded), "\(point) \(n), \(transfers) in flight: a placed file was downloaded again")
         for (path, text) in files {
-            XCTAssertEqual(FileManager.default.contents(atPath: targetRoot + "/" + path), Data(text.utf8), "\(point) \(n): \(path)")
+            XCTAssertEqual(FileManager.default.contents(atPath: targetRoot + "/" + path), Data(text.utf8), "\(point) \(n), \(transfers) in flight: \(path)")
         }
         let left = try FileManager.default.contentsOfDirectory(atPath: targetRoot).sorted()
-        XCTAssertEqual(left, ["docs", "loose.txt", "more", "pics"], "\(point) \(n): nothing else in the target")
+        XCTAssertEqual(left, ["docs", "loose.txt", "more", "pics"], "\(point) \(n), \(transfers) in flight: nothing else in the target")
     }
 
     func testRestoreKilledBeforeAnyDownloadResumesByteIdentical() async throws {
@@ -79,6 +80,13 @@ final class KilledRestoreTests: XCTestCase {
 
     func testRestoreKilledAfterAnyDownloadBeforeItsRecordResumesByteIdentical() async throws {
         for n in 1...files.count { try await killAndResume(point: "after-download", n: n) }
+    }
+
+    func testParallelRestoreKilledBeforeOrAfterAnyDownloadResumesByteIdentical() async throws {
+        for n in 1...files.count {
+            try await killAndResume(point: "before-download", n: n, transfers: 4)
+            try await killAndResume(point: "after-download", n: n, transfers: 4)
+        }
     }
 
     func testRestoreKilledMidPlacementOfAnyGroupResumesByteIdentical() async throws {

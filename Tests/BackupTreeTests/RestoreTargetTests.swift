@@ -118,6 +118,35 @@ final class RestoreTargetTests: XCTestCase {
         XCTAssertNil(try record.source(), "a refused plan left a record")
     }
 
+    func testStagingTakesManyDownloadsAtOnceIntoFoldersTheyCreateTogether() async throws {
+        // Downloads in flight together create the same new staging folders and temporaries side
+        // by side: each lands whole, under its own name, and placement moves them all.
+        let remote = try dir.makeFolder("remote-many")
+        let many = (0..<60).map { ("a/b/c\($0 % 3)/d\($0 % 2)/f\($0).txt", String(repeating: "\($0) ", count: $0 * 50 + 1)) }
+        let marker = Marker(groups: [], hashes: Dictionary(uniqueKeysWithValues: many.map { ($0.0, SHA256Hasher.hex(Data($0.1.utf8))) }))
+        let sync = SyncEngine(storage: FolderStorage(root: remote), state: try StateStore(path: dir.path("many.db")), transfers: 4)
+        let entries = many.map { SyncEntry(path: $0.0, size: Int64($0.1.utf8.count), hash: SHA256Hasher.hex(Data($0.1.utf8)), source: .bytes(Data($0.1.utf8))) }
+        guard case .completed = try await sync.sync(SyncSnapshot(entries: entries, marker: try marker.encoded())),
+              case .found(let data, let source, let listing) = await sync.probe() else { return XCTFail("the backup did not complete") }
+        let storage = FaultyStorage(FolderStorage(root: remote))
+        storage.setHook { call, _ in
+            if case .download = call { try await Task.sleep(for: .milliseconds(Int.random(in: 0...3))) }
+        }
+        // A few times over: the folders are made by whichever download comes first.
+        for round in 0..<4 {
+            let target = RestoreTarget(root: dir.path("target-many-\(round)"))
+            let plan = try RestorePlanner.plan(marker: data, source: source, files: listing, target: target).plan
+            let record = try RestoreRecord(path: dir.path("many-record-\(round).db"))
+            let engine = RestoreEngine(storage: storage, record: record, staging: target, transfers: 8)
+            let outcome = try await engine.start(plan, placement: StagedPlacement(target: target))
+            guard case .completed = outcome else { return XCTFail("round \(round): \(outcome)") }
+            for (path, text) in many {
+                XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/" + path), Data(text.utf8), path)
+            }
+            XCTAssertFalse(FileManager.default.fileExists(atPath: target.stagingRoot))
+        }
+    }
+
     func testFullRestoreIsByteIdenticalAndStagingIsRemoved() async throws {
         let target = RestoreTarget(root: dir.path("target"))
         try target.prepare()
