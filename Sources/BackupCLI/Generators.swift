@@ -422,7 +422,7 @@ enum Manual {
         "user": "WebDAV: the user, when the remote URL names none.",
         "password_command": "WebDAV: a command run by /bin/sh whose first line of output is the password, used when `BACKUP_PASSWORD` is not set. It is run again once if the server refuses the password.",
         "ca_file": "WebDAV and S3 over https: a PEM file of the certificate authorities to trust, for a NAS with a self-signed certificate. TLS is always verified; there is no way to turn it off.",
-        "transfers": "WebDAV and S3: how many uploads run at once, 1 to 64 (default 4).",
+        "transfers": "How many uploads (a sync) or downloads (a restore) run at once, 1 to 64 (default 4); WebDAV and S3 gain the most from more.",
         "region": "S3: the region (default: `AWS_REGION`, else us-east-1).",
         "endpoint": "S3: the endpoint URL of S3-compatible storage (default: `AWS_ENDPOINT_URL`, else AWS itself).",
         "path_style": "S3: `yes` for path-style addressing (endpoint/bucket/key) rather than bucket.endpoint/key; by default path style is used for a custom endpoint or a bucket name DNS cannot carry.",
@@ -508,7 +508,8 @@ enum Manual {
             `backup restore` probes the remote, reads the marker the last sync wrote and plans by its groups, \
             required groups first. Files download into the staging folder `.backup-staging` inside the target, \
             are checked against the size the remote listed and the SHA-256 in the marker, and are then placed \
-            one group at a time.
+            one group at a time. Up to `transfers` files of a group (4 by default) download at once; the next \
+            group starts downloading once the one before it is placed.
 
             Everything the remote says is untrusted: names, sizes, bodies, the marker. Nothing is ever written \
             outside the target. A remote path that is absolute, holds a `.` or `..` component, or an escape \
