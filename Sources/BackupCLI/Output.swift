@@ -85,9 +85,12 @@ final class Output: Sendable {
         }
     }
 
-    private func progress(_ text: String, force: Bool) {
+    /// A progress line, when one is due. `text` is made only then: a restore reports every
+    /// file, and formatting each report (sizes with `String(format:)`) cost more than the
+    /// throttle saved.
+    private func progress(_ text: @autoclosure () -> String, force: Bool) {
         guard due(force: force) else { return }
-        let text = TerminalText.visible(text)
+        let text = TerminalText.visible(text())
         if terminal {
             let width = 120
             let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
