@@ -176,48 +176,56 @@ public final class RestoreEngine: Sendable {
     private func fetch(
         _ indices: [Int], _ files: inout [RecordedFile], _ run: inout Run, stopAtFirstFailure: Bool
     ) async throws -> [(index: Int, failure: RestoreFailure)] {
-        try await withThrowingTaskGroup(of: (Int, Fetched).self) { group in
+        var state = GroupFetch(stopAtFirstFailure: stopAtFirstFailure)
+        if transfers == 1 || indices.count == 1 {
+            // One at a time, in the run's own task: a child task per file would cost two
+            // thread hops per file and nothing would overlap.
+            for index in indices {
+                guard state.mayStart else { break }
+                if Task.isCancelled {
+                    state.cancelled = true
+                    break
+                }
+                let result = await fetch(files[index].file, staged: files[index].status == .downloaded)
+                try take(result, of: index, &state, &files, &run)
+            }
+            return try state.end()
+        }
+        return try await withThrowingTaskGroup(of: (Int, Fetched).self) { group in
             var next = 0
             var inFlight = 0
-            var failed: [(index: Int, failure: RestoreFailure)] = []
-            var cancelled = false
-            var thrown: (any Error)?
             while true {
-                while inFlight < transfers && next < indices.count && thrown == nil && !cancelled
-                    && !(stopAtFirstFailure && !failed.isEmpty) {
+                while inFlight < transfers && next < indices.count && state.mayStart {
                     if Task.isCancelled {
-                        cancelled = true
+                        state.cancelled = true
                         break
                     }
                     let index = indices[next]
-                    let (file, status) = (files[index].file, files[index].status)
+                    let (file, staged) = (files[index].file, files[index].status == .downloaded)
                     next += 1
                     inFlight += 1
-                    group.addTask { (index, await self.fetch(file, staged: status == .downloaded)) }
+                    group.addTask { (index, await self.fetch(file, staged: staged)) }
                 }
                 guard inFlight > 0, let (index, result) = try await group.next() else { break }
                 inFlight -= 1
-                switch result {
-                case .intact:
-                    continue
-                case .downloaded:
-                    // Rule 5: saved after every download.
-                    try record.setStatus(.downloaded, [files[index].index])
-                    run.setStatus(index, .downloaded, in: &files)
-                case .failed(let failure):
-                    onFileFailed(files[index].file, failure)
-                    try record.countAttempt([files[index].index], reason: failure.description, status: .pending)
-                    files[index].attempts += 1
-                    run.setStatus(index, .pending, in: &files)
-                    files[index].lastError = failure.description
-                    failed.append((index, failure))
-                case .cancelled:
-                    cancelled = true
-                case .thrown(let error):
-                    thrown = thrown ?? error
-                }
-                run.report()
+                try take(result, of: index, &state, &files, &run)
             }
+            return try state.end()
+        }
+    }
+
+    /// What the downloads of one group came to so far.
+    private struct GroupFetch {
+        let stopAtFirstFailure: Bool
+        var failed: [(index: Int, failure: RestoreFailure)] = []
+        var cancelled = false
+        var thrown: (any Error)?
+
+        /// Whether another download may start.
+        var mayStart: Bool { thrown == nil && !cancelled && !(stopAtFirstFailure && !failed.isEmpty) }
+
+        /// Once every download has ended: the failed files, or what ends the run.
+        func end() throws -> [(index: Int, failure: RestoreFailure)] {
             if let thrown { throw thrown }
             if cancelled { throw CancellationError() }
             // Results arrive as downloads end; which failure ends a required group must not
@@ -226,8 +234,34 @@ public final class RestoreEngine: Sendable {
         }
     }
 
-    /// Downloads and verifies `file` into the staging (a child task of the run: it touches
-    /// neither the record nor the counts).
+    /// Records how the download of file `index` ended (rule 5) and reports progress.
+    private func take(
+        _ result: Fetched, of index: Int, _ state: inout GroupFetch, _ files: inout [RecordedFile], _ run: inout Run
+    ) throws {
+        switch result {
+        case .intact:
+            return
+        case .downloaded:
+            // Rule 5: saved after every download.
+            try record.setStatus(.downloaded, [files[index].index])
+            run.setStatus(index, .downloaded, in: &files)
+        case .failed(let failure):
+            onFileFailed(files[index].file, failure)
+            try record.countAttempt([files[index].index], reason: failure.description, status: .pending)
+            files[index].attempts += 1
+            run.setStatus(index, .pending, in: &files)
+            files[index].lastError = failure.description
+            state.failed.append((index, failure))
+        case .cancelled:
+            state.cancelled = true
+        case .thrown(let error):
+            state.thrown = state.thrown ?? error
+        }
+        run.report()
+    }
+
+    /// Downloads and verifies `file` into the staging (in a child task of the run when several
+    /// are in flight: it touches neither the record nor the counts).
     ///
     /// Rule 7: a file `staged` by an earlier run is not fetched again, but it is checked again
     /// (size and SHA-256) before it may be placed: the disk may have changed between runs. A
