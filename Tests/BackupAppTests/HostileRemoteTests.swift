@@ -556,6 +556,10 @@ final class HostileRemoteTests: XCTestCase {
         scenario.file("sub/c.txt", "into a linked staging folder")
         scenario.file("sub2/d.txt", "into a linked final folder")
         scenario.file("z.bin", String(repeating: "z", count: 200_000))  // more than a pipe holds
+        // The stalled file's group comes first: the other files' downloads (several run at
+        // once within a group) start only once it is placed, so everything below is planted
+        // before any of them.
+        scenario.groups = [HostileScenario.Group("first", order: 0, patterns: ["/a.txt", "/big.bin"])]
         scenario.stallLimit = 20
         let server = try makeServer(scenario)
         let before = sandbox.snapshot()
