@@ -155,47 +155,55 @@ extension BackupApp {
                 Self.reportListingNotes(remote.storage, events)
             } else {
                 events(.phase("listing"))
-                let probe = await Probe(storage: storage, availability: gate).run()
-                Self.reportListingNotes(remote.storage, events)
-                guard case .found(let marker, let source, let files) = probe else {
-                    summary.result = .probe(probe)
-                    return summary
-                }
-                let planned: PlannedRestore
+                // The listing, the marker and what was decoded of it live only while the plan is
+                // made: a large backup's are not held through the restore.
+                var plan: RestorePlan
+                var lacking: [String] = []
                 do {
-                    // Decoded once: its writer, its groups for --only, and the plan.
-                    let decoded = try Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: marker.count))
-                    restoredWriter = decoded.writer
-                    let only = request.only.isEmpty ? nil : Set(request.only)
-                    if let only {
-                        let known = Set(decoded.groups.map(\.name) + [RestorePlanner.otherFilesGroup])
-                        let unknown = only.subtracting(known).sorted()
-                        if !unknown.isEmpty {
-                            throw AppError.usage("--only: the backup has no group \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); its groups are \(known.sorted().joined(separator: ", "))")
+                    let probe = await Probe(storage: storage, availability: gate).run()
+                    Self.reportListingNotes(remote.storage, events)
+                    guard case .found(let marker, let source, let files) = probe else {
+                        summary.result = .probe(probe)
+                        return summary
+                    }
+                    let planned: PlannedRestore
+                    do {
+                        // Decoded once: its writer, its groups for --only, and the plan.
+                        let decoded = try Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: marker.count))
+                        restoredWriter = decoded.writer
+                        let only = request.only.isEmpty ? nil : Set(request.only)
+                        if let only {
+                            let known = Set(decoded.groups.map(\.name) + [RestorePlanner.otherFilesGroup])
+                            let unknown = only.subtracting(known).sorted()
+                            if !unknown.isEmpty {
+                                throw AppError.usage("--only: the backup has no group \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); its groups are \(known.sorted().joined(separator: ", "))")
+                            }
+                        }
+                        planned = RestorePlanner.plan(marker: decoded, source: source, files: files, target: target, only: only)
+                    } catch let error as MarkerError {
+                        throw AppError(.damaged, "the backup's marker on \(remote.displayURL) cannot be used: \(error); "
+                            + "nothing was restored. Run `backup sync` from the source to write a new one")
+                    }
+                    summary.refused = planned.refused
+                    for refused in planned.refused { events(.note(path: refused.remotePath, message: refused.description)) }
+                    plan = planned.plan
+                    if intoOwnSource {
+                        // Until restored (or abandoned), every file of the backup the source lacks is
+                        // kept on the remote by the syncs that run meanwhile: a partial restore is not
+                        // a delete. (A file the source has is the source's: the sync decides it.)
+                        lacking = files.map(\.path).filter { path in
+                            var info = stat()
+                            return path != SyncEngine.defaultMarkerPath
+                                && FileName.withCString(targetPath + "/" + path, { lstat($0, &info) }) != 0
                         }
                     }
-                    planned = RestorePlanner.plan(marker: decoded, source: source, files: files, target: target, only: only)
-                } catch let error as MarkerError {
-                    throw AppError(.damaged, "the backup's marker on \(remote.displayURL) cannot be used: \(error); "
-                        + "nothing was restored. Run `backup sync` from the source to write a new one")
                 }
-                summary.refused = planned.refused
-                for refused in planned.refused { events(.note(path: refused.remotePath, message: refused.description)) }
                 try target.createFolder()  // for the free-space check; the engine prepares the rest
-                try Self.checkFreeSpace(target, needs: planned.plan.files.compactMap(\.size))
-                if intoOwnSource, let profile {
-                    // Until restored (or abandoned), every file of the backup the source lacks is
-                    // kept on the remote by the syncs that run meanwhile: a partial restore is not
-                    // a delete. (A file the source has is the source's: the sync decides it.)
-                    let lacking = files.map(\.path).filter { path in
-                        var info = stat()
-                        return path != SyncEngine.defaultMarkerPath
-                            && FileName.withCString(targetPath + "/" + path, { lstat($0, &info) }) != 0
-                    }
-                    try openState(profile).addRestorePending(lacking)
-                }
+                try Self.checkFreeSpace(target, needs: plan.files.compactMap(\.size))
+                if intoOwnSource, let profile { try openState(profile).addRestorePending(lacking) }
+                lacking = []
                 events(.phase("restoring"))
-                outcome = try await engine.start(planned.plan, placement: placement, onProgress: progress)
+                outcome = try await engine.start(consume plan, placement: placement, onProgress: progress)
             }
             summary.result = .restored(outcome)
             summary.damaged = failures.withLock { $0 }

@@ -50,12 +50,15 @@ public final class RestoreEngine: Sendable {
     ///
     /// Throws only for the local record (`StateStoreError`) and cancellation; every finished
     /// step is in the record by then.
+    /// The plan is taken: once it is recorded the run reads the record, and a caller that
+    /// passes its last copy holds no second copy of a large plan meanwhile.
     public func start(
-        _ plan: RestorePlan, placement: any RestorePlacement = KeepWhereLanded(),
+        _ plan: consuming RestorePlan, placement: any RestorePlacement = KeepWhereLanded(),
         onProgress: @escaping RestoreProgressHandler = { _ in }
     ) async throws -> RestoreOutcome {
-        try await serial.withLock {
-            try record.begin(plan)
+        var toRecord: RestorePlan? = plan
+        return try await serial.withLock {
+            if let plan = toRecord.take() { try record.begin(plan) }
             return try await run(placement: placement, onProgress: onProgress)
         }
     }
@@ -104,9 +107,12 @@ public final class RestoreEngine: Sendable {
         var run = Run(files: files, groups: groups, onProgress: onProgress)
         run.report()
 
-        // Rule 1: prefetch is asked for every path that will be fetched, before any download.
-        let toFetch = files.filter { $0.status == .pending }.map(\.file.remotePath)
-        if !toFetch.isEmpty { await storage.prefetch(toFetch) }
+        // Rule 1: prefetch is asked for every path that will be fetched, before any download
+        // (the list is not held for the rest of the run).
+        do {
+            let toFetch = files.filter { $0.status == .pending }.map(\.file.remotePath)
+            if !toFetch.isEmpty { await storage.prefetch(toFetch) }
+        }
 
         // Rule 3: required groups first, in plan order; the first failure ends the run.
         for group in groups where group.required {
