@@ -16,9 +16,10 @@ let package = Package(
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
         // MARK: The contract: value types, RemoteStorage, SyncEngine, probe, hold, SQLite state
-        .target(name: "BackupEngine", dependencies: ["CSQLite", "CCrypto"]),
+        .target(name: "BackupEngine", dependencies: ["CSQLite", "CCrypto", "CMalloc"]),
 
         // MARK: Providers behind RemoteStorage (FolderStorage is the embedded default)
         .target(name: "BackupStorage", dependencies: ["BackupEngine", "CCurl", "CCrypto"]),
@@ -39,7 +40,7 @@ let package = Package(
         .target(name: "BackupCLI", dependencies: ["BackupApp", "BackupTUI", "BackupEngine", "BackupStorage", "BackupTree"]),
 
         // MARK: The executable: main.swift only
-        .executableTarget(name: "backup", dependencies: ["BackupCLI"]),
+        .executableTarget(name: "backup", dependencies: ["BackupCLI", "CMalloc"]),
 
         // MARK: Tests
         .target(

@@ -9,6 +9,9 @@
 // (rule 3 leaves optional files untouched when a required group fails).
 
 import Foundation
+#if canImport(Glibc)
+import CMalloc
+#endif
 
 /// Restores a pinned backup group by group, resumable after any stop.
 public final class RestoreEngine: Sendable {
@@ -58,7 +61,14 @@ public final class RestoreEngine: Sendable {
     ) async throws -> RestoreOutcome {
         var toRecord: RestorePlan? = plan
         return try await serial.withLock {
-            if let plan = toRecord.take() { try record.begin(plan) }
+            if let plan = toRecord.take() {
+                try record.begin(plan)
+                #if canImport(Glibc)
+                // The plan, and what it was made of, is freed by now: handed back to the system
+                // before the run's own memory grows, rather than kept beside it.
+                malloc_trim(0)
+                #endif
+            }
             return try await run(placement: placement, onProgress: onProgress)
         }
     }

@@ -475,14 +475,22 @@ public struct Marker: Sendable, Equatable {
         var hashes: [String: String] = [:]
         var entries: [String: MarkerEntry] = [:]
         var writer: String?
-        // Never more than the content can hold, however many short lines a hostile marker packs
-        // in: a hash line takes at least 68 bytes. An entry's line takes as few as 16, so format
-        // 3 reserves for a typical one (160 bytes with a hash) and grows past that as needed.
+        // Sized once by the lines there are (a dictionary grown by doubling holds its old and
+        // new tables at once); never more than the content can hold, however many short lines
+        // a hostile marker packs in: a hash takes 64 bytes, an entry's line at least 16.
+        var lines = 0
+        var entryLines = 0
+        var atLineStart = true
+        for byte in content {
+            if atLineStart, isEntryLetter(byte) { entryLines += 1 }
+            atLineStart = byte == newline
+            if atLineStart { lines += 1 }
+        }
         if version >= 3 {
-            hashes.reserveCapacity(content.count / 160)
-            entries.reserveCapacity(content.count / 160)
+            hashes.reserveCapacity(min(lines, content.count / 64))
+            entries.reserveCapacity(entryLines)
         } else {
-            hashes.reserveCapacity(content.count / 68)
+            hashes.reserveCapacity(min(lines, content.count / 68))
         }
         var inBody = false
         // The path of the last entry, which the next one's must follow in byte order.

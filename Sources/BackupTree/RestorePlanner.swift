@@ -53,16 +53,20 @@ public enum RestorePlanner {
     ) -> PlannedRestore {
         var refused: [RefusedPath] = []
         var byGroup: [String: [RestoreFile]] = [:]
-        // A listing that names a path twice (a damaged or hostile server) keeps its first entry.
-        var seen = Set<String>()
-        for file in files where file.path != markerPath {
+        // The listing in byte order, so each group's files come out sorted. A listing that names
+        // a path twice (a damaged or hostile server) keeps its first entry; two names that differ
+        // only in Unicode normalisation are two files.
+        let order = ByteOrder.sortedIndices(files.map(\.path))
+        for (position, index) in order.enumerated() {
+            let file = files[index]
+            if file.path == markerPath { continue }
+            if position > 0, files[order[position - 1]].path.utf8.elementsEqual(file.path.utf8) { continue }
             if file.foreignSpelling {
                 refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it under a spelling this program "
                     + "never writes (a lone \u{201B}, a control character, or a private-use escape that stands for no byte "
                     + "of a name), so it is not part of a backup and no request could read it"))
                 continue
             }
-            guard seen.insert(file.path).inserted else { continue }
             let group = marker.group(for: file.path)
             let name = group?.name ?? otherFilesGroup
             if let only, !only.contains(name) { continue }
@@ -92,9 +96,8 @@ public enum RestorePlanner {
         planned.reserveCapacity(byGroup.values.reduce(0) { $0 + $1.count })
         var named = Set<String>()
         for name in ordered where named.insert(name).inserted {
-            // Taken out of the dictionary, sorted in place and appended: never two copies of a group.
-            guard var group = byGroup.removeValue(forKey: name) else { continue }
-            ByteOrder.sort(&group, by: \.remotePath)
+            // Taken out of the dictionary and appended (already in byte order): never two copies of a group.
+            guard let group = byGroup.removeValue(forKey: name) else { continue }
             planned += group
         }
         // A hard link is made only to a file this restore places.
