@@ -36,11 +36,8 @@ enum WalkItem: Sendable {
 /// until the walk ends, so it holds only what its entry is made of (about 72 bytes and the path;
 /// a SyncEntry is about 190).
 struct ListedFile: Sendable {
-    var path: String
-    var size: Int64
-    var mtimeNanoseconds: Int64
-    var inode: UInt64
-    var device: UInt64
+    /// Its path, size, mtime and dev:inode: the job that reads it, when it is read.
+    var file: HashJob
     var mode: UInt32
     var uid: UInt32
     var gid: UInt32
@@ -48,8 +45,8 @@ struct ListedFile: Sendable {
     var cacheIndex: Int32
     var flags: FileFlags
 
-    var identity: FileIdentity { FileIdentity(device: device, inode: inode) }
-    var metadata: EntryMetadata { EntryMetadata(mode: mode, mtimeNanoseconds: mtimeNanoseconds, uid: uid, gid: gid) }
+    var identity: FileIdentity { FileIdentity(device: file.device, inode: file.inode) }
+    var metadata: EntryMetadata { EntryMetadata(mode: mode, mtimeNanoseconds: file.mtimeNanoseconds, uid: uid, gid: gid) }
 }
 
 /// What the assembly does with a listed file.
@@ -244,8 +241,8 @@ final class FolderLister: Sendable {
     ) -> WalkItem {
         filesListed.add(1, ordering: .relaxed)
         var listed = ListedFile(
-            path: path, size: size, mtimeNanoseconds: metadata.mtimeNanoseconds, inode: inode, device: device, mode: metadata.mode,
-            uid: metadata.uid, gid: metadata.gid, cacheIndex: -1, flags: links > 1 ? .linked : [])
+            file: HashJob(path: path, size: size, mtimeNanoseconds: metadata.mtimeNanoseconds, inode: inode, device: device),
+            mode: metadata.mode, uid: metadata.uid, gid: metadata.gid, cacheIndex: -1, flags: links > 1 ? .linked : [])
         if sizeCompared.matches(path) {
             listed.flags.insert(.sizeCompared)
             return .file(listed)
@@ -491,15 +488,13 @@ struct ScanAssembly {
                 let flags = listed.flags
                 let identity = listed.identity
                 var entry = SyncEntry(
-                    path: listed.path, size: listed.size,
+                    path: listed.file.path, size: listed.file.size,
                     digest: listed.cacheIndex >= 0 ? cache.fingerprint(at: Int(listed.cacheIndex)).digest : nil, source: .underRoot,
-                    mtimeNanoseconds: flags.contains(.sizeCompared) ? listed.mtimeNanoseconds : nil, metadata: listed.metadata)
+                    mtimeNanoseconds: flags.contains(.sizeCompared) ? listed.file.mtimeNanoseconds : nil, metadata: listed.metadata)
                 if flags.contains(.cached) { cachePathsSeen += 1 }
                 if flags.contains(.needsHash) {
                     jobEntries.append(entries.count)
-                    jobs.append(HashJob(
-                        path: listed.path, size: listed.size, mtimeNanoseconds: listed.mtimeNanoseconds, inode: listed.inode,
-                        device: listed.device))
+                    jobs.append(listed.file)
                 }
                 if flags.contains(.linked) {
                     if let first = firstNames[identity] {
