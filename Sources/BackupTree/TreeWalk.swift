@@ -34,7 +34,7 @@ enum WalkItem: Sendable {
 
 /// A regular file as its folder's lister saw it. Every file of the tree waits as one of these
 /// until the walk ends, so it holds only what its entry is made of (about 72 bytes and the path;
-/// a SyncEntry is about 190).
+/// the entry made of it is about 100, and both live at once while the scan is assembled).
 struct ListedFile: Sendable {
     /// Its path, size, mtime and dev:inode: the job that reads it, when it is read.
     var file: HashJob
