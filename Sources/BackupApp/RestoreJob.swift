@@ -318,18 +318,21 @@ extension BackupApp {
     private func seedSyncState(_ profile: Profile, from files: [RecordedFile], target: RestoreTarget) throws {
         let state = try openState(profile)
         try state.removeRestorePending(files.filter { $0.status == .done }.map(\.file.remotePath))
+        var seeded: [StateEntry] = []
         var prints: [String: Fingerprint] = [:]
         for recorded in files where recorded.status == .done {
-            guard let hash = recorded.file.sha256 else { continue }
+            guard let digest = recorded.file.digest else { continue }
             var info = stat()
             let finalPath = target.finalPath(for: recorded.file.placePath)
             guard FileName.withCString(finalPath, { lstat($0, &info) }) == 0 else { continue }
-            try state.put(StateEntry(path: recorded.file.placePath, size: Int64(info.st_size), hash: hash, remoteId: nil))
+            seeded.append(StateEntry(path: recorded.file.placePath, size: Int64(info.st_size), digest: digest, remoteId: nil))
             prints[recorded.file.placePath] = Fingerprint(
                 size: Int64(info.st_size),
                 mtimeNanoseconds: clampedNanoseconds(info.st_mtim),
-                inode: UInt64(info.st_ino), hash: hash)
+                inode: UInt64(info.st_ino), digest: digest)
         }
+        // One transaction for them all, not a commit per file.
+        try state.reconcile(drop: [], adopt: seeded)
         try state.updateFingerprints(prints)
     }
 }
