@@ -252,10 +252,6 @@ extension BackupApp {
         }
         do {
             let writer = try Marker.Writer(groups: groups, writer: profile.writer, linkTargets: hardLinks.values)
-            // The hash and size of each first name of a hard link, recorded as it passes: a first
-            // name sorts before its other names.
-            let firstNames = Set(hardLinks.values.map { Array($0.utf8) })
-            var firsts: [[UInt8]: (digest: SHA256Digest, size: Int64)] = [:]
             var next = 0
             func writeTree(before path: String?) throws {
                 while next < tree.count, path.map({ ByteOrder.compare(tree[next].path, $0) <= 0 }) ?? true {
@@ -269,10 +265,6 @@ extension BackupApp {
             }
             try held.forEach { entry in
                 try writeTree(before: entry.path)
-                if !firstNames.isEmpty, let digest = entry.digest {
-                    let bytes = Array(entry.path.utf8)
-                    if firstNames.contains(bytes) { firsts[bytes] = (digest, entry.size) }
-                }
                 guard let metadata = entry.metadata else {
                     // The state knows no metadata of it (a file kept on the remote that this
                     // machine does not have): its hash alone, after the entries.
@@ -281,9 +273,10 @@ extension BackupApp {
                 }
                 var kind = EntryKind.file
                 // A hard link only of a first name the remote holds with the same bytes, written
-                // as a file entry (one with metadata); else it is a file of its own.
-                if let first = hardLinks[entry.path], let original = firsts[Array(first.utf8)], entry.digest == original.digest,
-                   entry.size == original.size, writer.hasFileEntry(first) {
+                // as a file entry (one with metadata: a first name sorts before its other names);
+                // else it is a file of its own.
+                if let first = hardLinks[entry.path], let original = writer.fileEntry(linkedTo: first), original.hash != nil,
+                   original.hash == entry.digest, original.size == entry.size {
                     kind = .hardLink(to: first)
                 }
                 try writer.append(

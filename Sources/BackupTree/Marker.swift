@@ -141,8 +141,20 @@ public struct Marker: Sendable, Equatable {
     }
 
     /// The format `encoded()` writes: 3 with entries, else 2 with a writer, else 1.
-    private var format: UInt8 {
-        entries.isEmpty ? (writer == nil ? 1 : 2) : 3
+    private var format: UInt8 { Self.format(hasEntries: !entries.isEmpty, writer: writer) }
+
+    /// 3 for a marker with entries, else 2 with a writer, else 1.
+    private static func format(hasEntries: Bool, writer: String?) -> UInt8 {
+        hasEntries ? 3 : (writer == nil ? 1 : 2)
+    }
+
+    /// A marker's bytes: magic, format byte, the compressed content.
+    private static func framed(format: UInt8, compressed: Data) -> Data {
+        var data = Data(capacity: magic.count + 1 + compressed.count)
+        data.append(contentsOf: magic)
+        data.append(format)
+        data.append(compressed)
+        return data
     }
 
     /// The group `path` belongs to: the first group by `order` (ties: array order) whose
@@ -170,11 +182,7 @@ public struct Marker: Sendable, Equatable {
         } catch {
             throw .invalidContent(error.description)
         }
-        var data = Data(capacity: Self.magic.count + 1 + compressed.count)
-        data.append(contentsOf: Self.magic)
-        data.append(format)
-        data.append(compressed)
-        return data
+        return Self.framed(format: format, compressed: compressed)
     }
 
     /// The SHA-256 (lowercase hex) of the uncompressed canonical content.
@@ -313,16 +321,9 @@ public struct Marker: Sendable, Equatable {
     private func appendEntryLines(to out: inout [UInt8]) throws(MarkerError) -> [String: String] {
         // A hash whose file has no entry (the state knows no metadata of it: a file kept on
         // the remote that this machine does not have) is an H line after the entries.
+        // (A hash on a folder or link is refused by `appendEntry`.)
         var withoutEntry: [String: String] = [:]
-        for (path, hash) in hashes {
-            guard let entry = entries[path] else {
-                withoutEntry[path] = hash
-                continue
-            }
-            guard entry.kind.hasContent else {
-                throw .invalidContent("path \(quoted(path)) has a hash but is a folder or a symbolic link")
-            }
-        }
+        for (path, hash) in hashes where entries[path] == nil { withoutEntry[path] = hash }
 
         // One sequence for every kind, sorted as the H lines are (see there).
         var blob: [UInt8] = []
@@ -922,9 +923,10 @@ extension Marker {
         private var entryCount = 0
         /// Hashes of files with no entry, in path order: H lines after the entries.
         private var hashOnly: [(path: [UInt8], hash: SHA256Digest)] = []
-        /// The hard links' targets, and those written as file entries so far (byte-equal).
+        /// The hard links' targets, and the size and hash of those written as file entries so
+        /// far (byte-equal).
         private let linkTargets: Set<[UInt8]>
-        private var filesLinkedTo: Set<[UInt8]> = []
+        private var filesLinkedTo: [[UInt8]: (size: Int64, hash: SHA256Digest?)] = [:]
 
         /// - Parameter linkTargets: every path a hard-link entry will name (its first name).
         public init(groups: [MarkerGroup], writer: String?, linkTargets: some Sequence<String> = [String]()) throws(MarkerError) {
@@ -945,8 +947,9 @@ extension Marker {
 
         private static let flushSize = 64 * 1024
 
-        /// Whether a file entry was written at `path` (byte-equal): what a hard link to it needs.
-        public func hasFileEntry(_ path: String) -> Bool { filesLinkedTo.contains(Array(path.utf8)) }
+        /// The size and hash of the file entry written at `path` (byte-equal), one of the
+        /// `linkTargets`; nil when there is none: what a hard link to it needs.
+        public func fileEntry(linkedTo path: String) -> (size: Int64, hash: SHA256Digest?)? { filesLinkedTo[Array(path.utf8)] }
 
         /// Appends the entry at `path`, after every path appended before it in byte order.
         public func append(path: String, entry: MarkerEntry, hash: SHA256Digest?) throws(MarkerError) {
@@ -958,9 +961,9 @@ extension Marker {
             try bytes.withUnsafeBufferPointer { pathBytes throws(MarkerError) in
                 try Marker.appendEntry(
                     path, pathBytes, entry, hash: hash.map { Array($0.hex.utf8) },
-                    isEarlierFile: { targets.contains(Array($0.utf8)) }, to: &pending)
+                    isEarlierFile: { targets[Array($0.utf8)] != nil }, to: &pending)
             }
-            if entry.kind == .file, linkTargets.contains(bytes) { filesLinkedTo.insert(bytes) }
+            if entry.kind == .file, linkTargets.contains(bytes) { filesLinkedTo[bytes] = (entry.size, hash) }
             previous = bytes
             entryCount += 1
             try flushIfFull()
@@ -990,11 +993,7 @@ extension Marker {
             } catch {
                 throw .invalidContent(error.description)
             }
-            var data = Data(capacity: Marker.magic.count + 1 + compressed.count)
-            data.append(contentsOf: Marker.magic)
-            data.append(entryCount > 0 ? 3 : (writer == nil ? 1 : 2))
-            data.append(compressed)
-            return data
+            return Marker.framed(format: Marker.format(hasEntries: entryCount > 0, writer: writer), compressed: compressed)
         }
 
         private func flushIfFull() throws(MarkerError) {
