@@ -48,6 +48,12 @@ public struct Profile: Sendable, Equatable {
     /// before there were writer ids, until its first sync that writes makes one.
     public var writer: String?
 
+    /// How many uploads or downloads a job keeps in flight when `transfers` is not set.
+    public static let defaultTransfers = 4
+
+    /// The `transfers` setting: how many uploads (sync) or downloads (restore) are in flight.
+    public var transfers: Int { settings["transfers"].flatMap(Int.init) ?? Self.defaultTransfers }
+
     public init(name: String, source: String, remote: String) {
         self.name = name
         self.source = source

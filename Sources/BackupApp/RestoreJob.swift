@@ -130,7 +130,7 @@ extension BackupApp {
             } ?? false
             let failures = Mutex<[String]>([])
             // As many downloads in flight as a sync has uploads (the same setting and default).
-            let transfers = profile?.settings["transfers"].flatMap(Int.init) ?? 4
+            let transfers = profile?.transfers ?? Profile.defaultTransfers
             let engine = RestoreEngine(storage: storage, record: record, staging: target, transfers: transfers, availability: gate) { file, failure in
                 if failure.isDamage { failures.withLock { $0.append(file.remotePath) } }
                 events(.fileFailed(path: file.remotePath, kind: failure.key, message: failure.description, damage: failure.isDamage))

@@ -180,8 +180,7 @@ extension BackupApp {
 
             let meter = TransferMeter()
             let storage = meter.observing(base)
-            let transfers = profile.settings["transfers"].flatMap(Int.init) ?? 4
-            let engine = SyncEngine(storage: storage, state: state, transfers: transfers, availability: gate)
+            let engine = SyncEngine(storage: storage, state: state, transfers: profile.transfers, availability: gate)
 
             var summary = SyncSummary(
                 profile: profile.name, result: .previewed(.unavailable(.noAccount)), files: scan.files, bytes: scan.bytes,
