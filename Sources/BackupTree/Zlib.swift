@@ -1,5 +1,5 @@
-// zlib compression for the marker: whole-buffer deflate and a bounded inflate, so a hostile
-// or damaged marker cannot make restore allocate without limit.
+// zlib compression for the marker: deflate of a whole buffer or of pieces, and a bounded
+// inflate, so a hostile or damaged marker cannot make restore allocate without limit.
 
 import CZlib
 import Foundation
@@ -34,7 +34,7 @@ public enum Zlib {
     public static let defaultMaxOutputSize = 1 << 30
 
     // Output grows in chunks this size; small enough not to waste memory on small inputs.
-    private static let chunkSize = 256 * 1024
+    static let chunkSize = 256 * 1024
     // avail_in is a 32-bit field, so larger inputs are fed in slices.
     private static let maxInputSlice = 1 << 30
 
@@ -42,39 +42,23 @@ public enum Zlib {
     ///
     /// The output is a pure function of the input and level for a given zlib build.
     public static func compress(_ data: Data, level: Int32 = Z_DEFAULT_COMPRESSION) throws(ZlibError) -> Data {
-        var stream = z_stream()
-        let initCode = backup_deflate_init(&stream, level)
-        guard initCode == Z_OK else { throw .failed("deflateInit (level \(level)) returned \(initCode)") }
-        defer { deflateEnd(&stream) }
-
-        let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: chunkSize)
-        defer { chunk.deallocate() }
-        var output = Data()
-        let result: Result<Void, ZlibError> = data.withUnsafeBytes { raw in
-            let base = raw.bindMemory(to: UInt8.self).baseAddress
+        let deflater = try Deflater(level: level)
+        let fed: Result<Void, ZlibError> = data.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
             var offset = 0
-            while true {
-                let slice = min(raw.count - offset, maxInputSlice)
-                // zlib never writes through next_in; the mutable type is a quirk of its header.
-                stream.next_in = base.map { UnsafeMutablePointer(mutating: $0 + offset) }
-                stream.avail_in = UInt32(slice)
-                offset += slice
-                let flush = offset == raw.count ? Z_FINISH : Z_NO_FLUSH
-                var code: Int32
-                repeat {
-                    stream.next_out = chunk
-                    stream.avail_out = UInt32(chunkSize)
-                    code = deflate(&stream, flush)
-                    if code == Z_STREAM_ERROR { return .failure(.failed("deflate returned Z_STREAM_ERROR")) }
-                    output.append(chunk, count: chunkSize - Int(stream.avail_out))
-                } while stream.avail_out == 0
-                if flush == Z_FINISH {
-                    return code == Z_STREAM_END ? .success(()) : .failure(.failed("deflate ended with code \(code)"))
+            while offset < bytes.count {
+                let slice = min(bytes.count - offset, maxInputSlice)
+                do throws(ZlibError) {
+                    try deflater.write(UnsafeBufferPointer(rebasing: bytes[offset..<offset + slice]))
+                } catch {
+                    return .failure(error)
                 }
+                offset += slice
             }
+            return .success(())
         }
-        try result.get()
-        return output
+        try fed.get()
+        return try deflater.finish()
     }
 
     /// `data` decompressed, refusing to produce more than `maxOutputSize` bytes.
@@ -140,20 +124,16 @@ public enum Zlib {
 final class Deflater {
     // zlib's state points back at its z_stream, so the stream lives at a fixed address.
     private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-    private let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: 256 * 1024)
-    private let chunkSize = 256 * 1024
+    private let chunkSize = Zlib.chunkSize
+    private let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: Zlib.chunkSize)
     private var output = Data()
     private var open = false
 
     init(level: Int32) throws(ZlibError) {
         stream.initialize(to: z_stream())
         let code = backup_deflate_init(stream, level)
-        guard code == Z_OK else {
-            stream.deinitialize(count: 1)
-            stream.deallocate()
-            chunk.deallocate()
-            throw .failed("deflateInit (level \(level)) returned \(code)")
-        }
+        // On a failure deinit still runs (every property is set): it frees the buffers.
+        guard code == Z_OK else { throw .failed("deflateInit (level \(level)) returned \(code)") }
         open = true
     }
 
