@@ -246,9 +246,7 @@ struct Row {
 
     /// A SHA-256 stored as hex text, read without making a String; nil for NULL or other text.
     func digest(_ column: Int32) -> SHA256Digest? {
-        guard let text = sqlite3_column_text(statement, column) else { return nil }
-        let count = Int(sqlite3_column_bytes(statement, column))
-        return SHA256Digest(hexDigits: UnsafeBufferPointer(start: text, count: count))
+        withTextBytes(column) { SHA256Digest(hexDigits: $0) }
     }
 
     func blob(_ column: Int32) -> Data {

@@ -159,13 +159,9 @@ public final class StateStore: Sendable {
 
     /// Every entry, sorted by the path's bytes (SQLite's BINARY collation).
     public func sortedEntries() throws -> [StateEntry] {
-        try withDB { db in
-            var result: [StateEntry] = []
-            // Sized first: an array grown by doubling holds up to twice its entries at its peak.
-            try db.run("SELECT count(*) FROM entries") { row in result.reserveCapacity(Int(row.int(0))) }
-            try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in result.append(Self.entry(row)) }
-            return result
-        }
+        var result: [StateEntry] = []
+        try forEachSortedEntry { result.append($0) }
+        return result
     }
 
     /// Calls `body` with every entry in path order (bytes), one at a time: the whole state
@@ -341,17 +337,7 @@ public final class StateStore: Sendable {
 
     /// Every cached fingerprint, by path: what the local file looked like when it was hashed.
     public func fingerprints() throws -> [String: Fingerprint] {
-        try withDB { db in
-            var result: [String: Fingerprint] = [:]
-            try db.run("SELECT count(*) FROM fingerprints") { row in result.reserveCapacity(Int(row.int(0))) }
-            try db.run("SELECT path, size, mtime_ns, inode, hash FROM fingerprints") { row in
-                // A row whose hash is not a digest is no fingerprint: the file is read again.
-                guard let digest = row.digest(4) else { return }
-                result[row.text(0) ?? ""] = Fingerprint(
-                    size: row.int(1), mtimeNanoseconds: row.int(2), inode: UInt64(bitPattern: row.int(3)), digest: digest)
-            }
-            return result
-        }
+        try fingerprintCache().dictionary
     }
 
     /// The fingerprint cache, compact, for a scan (`fingerprints()` as a dictionary costs
