@@ -333,9 +333,7 @@ public final class SyncEngine: Sendable {
         // entries are read as a stream in its path order, never all held at once.
         ByteOrder.sort(&remoteFiles, by: \.path)
         let remote = remoteFiles
-        var merge = PlanMerge(
-            snapshot: snapshot, remote: remote, local: ByteOrder.sortedIndices(snapshot.entries.map(\.path)), markerPath: markerPath,
-            storage: storage)
+        var merge = PlanMerge(snapshot: snapshot, remote: remote, markerPath: markerPath, storage: storage)
         if change != .reset { try state.forEachSortedEntry { merge.stored($0) } }
         merge.finish()
         let (drop, adopt, held, deletes, unchanged, kept) = (merge.drop, merge.adopt, merge.held, merge.deletes, merge.unchanged, merge.kept)
@@ -393,7 +391,9 @@ public final class SyncEngine: Sendable {
         let snapshot: SyncSnapshot
         /// The listing without the marker, sorted.
         let remote: [RemoteFile]
-        /// The snapshot's entry indices in path order.
+        /// The snapshot's paths (compared without copying their entries), and their indices in
+        /// path order.
+        let paths: [String]
         let local: [Int]
         let markerPath: String
         let storage: any RemoteStorage
@@ -411,10 +411,11 @@ public final class SyncEngine: Sendable {
         private var r = 0
         private var i = 0
 
-        init(snapshot: SyncSnapshot, remote: [RemoteFile], local: [Int], markerPath: String, storage: any RemoteStorage) {
+        init(snapshot: SyncSnapshot, remote: [RemoteFile], markerPath: String, storage: any RemoteStorage) {
             self.snapshot = snapshot
             self.remote = remote
-            self.local = local
+            paths = snapshot.entries.map(\.path)
+            local = ByteOrder.sortedIndices(paths)
             self.markerPath = markerPath
             self.storage = storage
         }
@@ -469,7 +470,7 @@ public final class SyncEngine: Sendable {
         /// The next known entry (a remote file, with what the state knows of it), in path order.
         private mutating func known(_ current: StateEntry) {
             while let index = nextLocal() {
-                let order = ByteOrder.compare(snapshot.entries[index].path, current.path)
+                let order = ByteOrder.compare(paths[index], current.path)
                 if order > 0 { break }
                 i += 1
                 compare(index, with: order == 0 ? current : nil)
@@ -482,8 +483,8 @@ public final class SyncEngine: Sendable {
         /// engine's, and a repeated path counts once (the first wins).
         private mutating func nextLocal() -> Int? {
             while i < local.count {
-                let path = snapshot.entries[local[i]].path
-                if path == markerPath || (i > 0 && ByteOrder.compare(snapshot.entries[local[i - 1]].path, path) == 0) {
+                let path = paths[local[i]]
+                if path == markerPath || (i > 0 && ByteOrder.compare(paths[local[i - 1]], path) == 0) {
                     i += 1
                     continue
                 }
