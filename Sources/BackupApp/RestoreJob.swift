@@ -207,28 +207,28 @@ extension BackupApp {
             }
             summary.result = .restored(outcome)
             summary.damaged = failures.withLock { $0 }
-            let files = try record.files()
             // The files are placed: then the hard links, folders and symbolic links, and the
             // folders' modes and times (for a partial restore, not those of the folders that
-            // still wait for files: a --resume places them, and then sets those).
+            // still wait for files: a --resume places them, and then sets those). Each pass
+            // reads the record row by row: a large restore's files are not all held at once.
             switch outcome {
             case .completed, .partial:
-                try target.restoreTree(
-                    try record.tree(), files: files.filter { $0.status == .done }.map(\.file),
-                    pending: files.filter { $0.status != .done }.map(\.file.placePath))
+                try target.restoreTree(try record.tree(), links: try record.placedLinkPairs()) { each in
+                    try record.forEachFile(.notDone) { each($0.file.placePath) }
+                }
             default:
                 break
             }
             for note in target.treeNotes.all { events(.note(path: target.root, message: note)) }
-            summary.placed = files.count { $0.status == .done }
-            summary.pending = files.filter { $0.status != .done }.map(\.file.remotePath)
+            summary.placed = try record.count(.done)
+            try record.forEachFile(.notDone) { summary.pending.append($0.file.remotePath) }
             summary.downloadedBytes = meter.reading.bytes
             // What this run placed was verified against the backup the record still matches:
             // seeded after any run that got that far (a partial restore too), never after a
             // resume that found another backup (the record's hashes describe the old one).
             switch outcome {
             case .completed, .partial, .placementRejected, .failed:
-                if intoOwnSource, let profile { try seedSyncState(profile, from: files, target: target) }
+                if intoOwnSource, let profile { try seedSyncState(profile, from: record, target: target) }
             default:
                 break
             }
@@ -315,24 +315,38 @@ extension BackupApp {
     /// Records every verified, placed file in the sync state and the fingerprint cache, as if
     /// a sync had uploaded it: the next sync then uploads none of them (and rereads none).
     /// They are restored: no longer kept on the remote for the restore.
-    private func seedSyncState(_ profile: Profile, from files: [RecordedFile], target: RestoreTarget) throws {
+    private func seedSyncState(_ profile: Profile, from record: RestoreRecord, target: RestoreTarget) throws {
         let state = try openState(profile)
-        try state.removeRestorePending(files.filter { $0.status == .done }.map(\.file.remotePath))
+        // In batches of a transaction each, as the record is read: never the whole restore
+        // held at once, nor a commit per file.
+        var restored: [String] = []
         var seeded: [StateEntry] = []
         var prints: [String: Fingerprint] = [:]
-        for recorded in files where recorded.status == .done {
-            guard let digest = recorded.file.digest else { continue }
-            var info = stat()
-            let finalPath = target.finalPath(for: recorded.file.placePath)
-            guard FileName.withCString(finalPath, { lstat($0, &info) }) == 0 else { continue }
-            seeded.append(StateEntry(path: recorded.file.placePath, size: Int64(info.st_size), digest: digest, remoteId: nil))
-            prints[recorded.file.placePath] = Fingerprint(
-                size: Int64(info.st_size),
-                mtimeNanoseconds: clampedNanoseconds(info.st_mtim),
-                inode: UInt64(info.st_ino), digest: digest)
+        func flush() throws {
+            try state.removeRestorePending(restored)
+            try state.reconcile(drop: [], adopt: seeded)
+            try state.updateFingerprints(prints)
+            restored.removeAll(keepingCapacity: true)
+            seeded.removeAll(keepingCapacity: true)
+            prints.removeAll(keepingCapacity: true)
         }
-        // One transaction for them all, not a commit per file.
-        try state.reconcile(drop: [], adopt: seeded)
-        try state.updateFingerprints(prints)
+        try record.forEachFile(.done) { recorded in
+            restored.append(recorded.file.remotePath)
+            if let digest = recorded.file.digest {
+                var info = stat()
+                let finalPath = target.finalPath(for: recorded.file.placePath)
+                if FileName.withCString(finalPath, { lstat($0, &info) }) == 0 {
+                    seeded.append(StateEntry(path: recorded.file.placePath, size: Int64(info.st_size), digest: digest, remoteId: nil))
+                    prints[recorded.file.placePath] = Fingerprint(
+                        size: Int64(info.st_size), mtimeNanoseconds: clampedNanoseconds(info.st_mtim),
+                        inode: UInt64(info.st_ino), digest: digest)
+                }
+            }
+            if restored.count >= Self.seedBatch { try flush() }
+        }
+        try flush()
     }
+
+    /// How many restored files the sync state takes in one transaction.
+    static let seedBatch = 20_000
 }

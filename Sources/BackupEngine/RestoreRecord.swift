@@ -115,9 +115,65 @@ public final class RestoreRecord: Sendable {
 
     /// Every file of the plan, in plan order.
     public func files() throws -> [RecordedFile] {
+        var result: [RecordedFile] = []
+        result.reserveCapacity(try count(.all))
+        try forEachFile { result.append($0) }
+        return result
+    }
+
+    /// Which files of the plan a query reads.
+    public enum Selection: Sendable {
+        case all
+        /// Placed.
+        case done
+        /// Pending or downloaded: not yet placed.
+        case notDone
+
+        fileprivate var condition: String {
+            switch self {
+            case .all: "1"
+            case .done: "status = \(RestoreFileStatus.done.rawValue)"
+            case .notDone: "status <> \(RestoreFileStatus.done.rawValue)"
+            }
+        }
+    }
+
+    /// How many files of the plan are in `selection`.
+    public func count(_ selection: Selection) throws -> Int {
         try withDB { db in
-            var result: [RecordedFile] = []
-            try db.run("SELECT count(*) FROM restore_files") { row in result.reserveCapacity(Int(row.int(0))) }
+            var count = 0
+            try db.run("SELECT count(*) FROM restore_files WHERE \(selection.condition)") { row in count = Int(row.int(0)) }
+            return count
+        }
+    }
+
+    /// Calls `body` with each file of `selection`, in plan order, one row at a time: a large
+    /// plan is never all in memory for a pass over it. `body` must not use this record.
+    public func forEachFile(_ selection: Selection = .all, _ body: (RecordedFile) throws -> Void) throws {
+        try forEachFile(where: selection.condition, [], body)
+    }
+
+    /// The placed files that are hard links of another placed file, each after that file:
+    /// the pairs a restore may link (whether their contents match is the tree's to check).
+    public func placedLinkPairs() throws -> [(first: RestoreFile, second: RestoreFile)] {
+        var seconds: [RestoreFile] = []
+        try forEachFile(where: "status = \(RestoreFileStatus.done.rawValue) AND link_to IS NOT NULL", []) { seconds.append($0.file) }
+        var pairs: [(first: RestoreFile, second: RestoreFile)] = []
+        for second in seconds {
+            guard let first = second.hardLinkTo else { continue }
+            try forEachFile(where: "status = \(RestoreFileStatus.done.rawValue) AND place_path = ?1", [.text(first)]) { found in
+                pairs.append((found.file, second))
+            }
+        }
+        return pairs
+    }
+
+    private func forEachFile(where condition: String, _ values: [SQLValue], _ body: (RecordedFile) throws -> Void) throws {
+        try withoutActuallyEscaping(body) { body in try forEachFile(where: condition, values, escaping: body) }
+    }
+
+    private func forEachFile(where condition: String, _ values: [SQLValue], escaping body: @escaping (RecordedFile) throws -> Void) throws {
+        try withDB { db in
             // Texts that repeat from file to file (group and owner names) are held once.
             var names: [String: String] = [:]
             func shared(_ text: String?) -> String? {
@@ -126,16 +182,20 @@ public final class RestoreRecord: Sendable {
                 if names.count < 4096 { names[text] = text }
                 return text
             }
-            var damaged: String?
             try db.run(
                 "SELECT idx, remote_path, place_path, required, grp, sha256, size, status, attempts, last_error, meta, link_to "
-                    + "FROM restore_files ORDER BY idx"
+                    + "FROM restore_files WHERE \(condition) ORDER BY idx", values
             ) { row in
                 let remotePath = row.text(1) ?? ""
                 // Most files are placed where they were: one String for both paths.
                 let placed = row.withTextBytes(2) { bytes in remotePath.utf8.elementsEqual(bytes) } ? remotePath : row.text(2) ?? ""
                 let digest = row.digest(5)
-                if digest == nil && !row.isNull(5) { damaged = damaged ?? remotePath }
+                // A hash that is not one would let a download go unverified: the record is refused.
+                if digest == nil && !row.isNull(5) {
+                    throw StateStoreError(
+                        .corrupt, path: self.path,
+                        "the restore record \(self.path) is damaged (the SHA-256 of \(String(reflecting: remotePath)) is not one). \(RestoreRecord.kind.startOver)")
+                }
                 var metadata = row.text(10).flatMap(EntryMetadata.init(recordText:))
                 if let read = metadata {
                     metadata?.user = shared(read.user)
@@ -145,17 +205,10 @@ public final class RestoreRecord: Sendable {
                     remotePath: remotePath, placePath: placed, required: row.int(3) != 0,
                     group: shared(row.text(4)), digest: digest, size: row.isNull(6) ? nil : row.int(6),
                     metadata: metadata, hardLinkTo: row.text(11))
-                result.append(RecordedFile(
+                try body(RecordedFile(
                     index: Int(row.int(0)), file: file, status: RestoreFileStatus(rawValue: row.int(7)) ?? .pending,
                     attempts: Int(row.int(8)), lastError: row.text(9)))
             }
-            // A hash that is not one would let a download go unverified: the record is refused.
-            if let damaged {
-                throw StateStoreError(
-                    .corrupt, path: path,
-                    "the restore record \(path) is damaged (the SHA-256 of \(String(reflecting: damaged)) is not one). \(RestoreRecord.kind.startOver)")
-            }
-            return result
         }
     }
 

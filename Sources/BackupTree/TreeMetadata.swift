@@ -121,24 +121,27 @@ struct MetadataSetter {
 }
 
 extension RestoreTarget {
-    /// Once every file is placed (`files`: those placed): hard links made of the pairs whose
-    /// both names were placed, folders made
-    /// (empty ones too) and symbolic links created where nothing is in the way, then the
-    /// folders' modes and times set, deepest first. Nothing is replaced: an entry in the way
-    /// is noted and left as it is.
-    public func restoreTree(_ tree: [TreeEntry], files: [RestoreFile], pending: [String] = []) throws {
+    /// Once every file is placed: hard links made of the pairs `links` (each a placed file
+    /// and a placed file recorded as a hard link of it) whose both names were verified to hold
+    /// the same bytes, folders made (empty ones too) and symbolic links created where nothing
+    /// is in the way, then the folders' modes and times set, deepest first, but not those of
+    /// the folders that hold a `pending` path (a file not yet placed). Nothing is replaced: an
+    /// entry in the way is noted and left as it is.
+    public func restoreTree(
+        _ tree: [TreeEntry], links: [(first: RestoreFile, second: RestoreFile)], pending: (_ each: (String) -> Void) throws -> Void
+    ) throws {
         let rootFD = try openRoot()
         defer { close(rootFD) }
         let setter = MetadataSetter(notes: treeNotes)
-        let placed = Set(files.map(\.placePath))
-        // A pair is linked only when both names were verified to hold the same bytes.
-        let byPath = Dictionary(files.map { ($0.placePath, $0) }, uniquingKeysWith: { first, _ in first })
-        for file in files {
-            guard let first = file.hardLinkTo, placed.contains(first),
-                  let original = byPath[first], original.digest != nil, original.digest == file.digest, original.size == file.size
+        for (original, file) in links {
+            guard file.hardLinkTo == original.placePath, original.digest != nil, original.digest == file.digest,
+                  original.size == file.size
             else { continue }
-            linkPair(first: first, second: file, rootFD: rootFD)
+            linkPair(first: original.placePath, second: file, rootFD: rootFD)
         }
+        // The folders that still wait for files: only they are held, never the files.
+        var waiting = Set<String>()
+        try pending { path in insertFolders(of: path, into: &waiting) }
         for entry in tree {
             guard let parts = try? Self.parts(entry.path), let name = parts.last else { continue }
             let chain: [Int32]
@@ -173,8 +176,6 @@ extension RestoreTarget {
         }
         // Folders last, deepest first: placing below a folder changes its mtime. A folder that
         // still waits for files keeps its defaults until the restore that places them.
-        var waiting = Set<String>()
-        for path in pending { insertFolders(of: path, into: &waiting) }
         for entry in tree.reversed() where entry.kind == .folder && !waiting.contains(entry.path) {
             guard let parts = try? Self.parts(entry.path),
                   let chain = try? openFolderChain(parts, under: rootFD, create: false, operation: "setting", displayRoot: root)
