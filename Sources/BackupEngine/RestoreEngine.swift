@@ -103,36 +103,65 @@ public final class RestoreEngine: Sendable {
 
     // MARK: The run
 
-    /// The files of one group, in plan order.
-    private struct Group {
-        var name: String?
-        var required: Bool
-        var indices: [Int]
+    /// The files of the group a run is at, loaded from the record when it gets there (only
+    /// one group's files are ever held, packed), with where each stands.
+    private struct GroupFiles {
+        var files = RestoreFileList()
+        /// Each file's index in the record.
+        var ids: [Int64] = []
+        var status: [RestoreFileStatus] = []
+        var attempts: [Int] = []
+
+        init(_ group: RestoreRecord.Group, from record: RestoreRecord) throws {
+            files.reserveCapacity(group.members.count)
+            ids.reserveCapacity(group.members.count)
+            status.reserveCapacity(group.members.count)
+            attempts.reserveCapacity(group.members.count)
+            try record.forEachFile(of: group) { recorded in
+                files.append(recorded.file)
+                ids.append(Int64(recorded.index))
+                status.append(recorded.status)
+                attempts.append(recorded.attempts)
+            }
+        }
+
+        /// The files at `positions`, packed.
+        func subset(_ positions: [Int]) -> RestoreFileList {
+            if positions.count == files.count { return files }
+            var subset = RestoreFileList()
+            subset.reserveCapacity(positions.count)
+            for position in positions { subset.append(files[position]) }
+            return subset
+        }
     }
 
     private func run(placement: any RestorePlacement, onProgress: @escaping RestoreProgressHandler) async throws -> RestoreOutcome {
         try staging.prepare()
-        var files = try record.files()
-        let groups = Self.groups(of: files)
-        var run = Run(files: files, groups: groups, onProgress: onProgress)
+        let groups = try record.groups()
+        var run = Run(groups: groups, onProgress: onProgress)
         run.report()
 
         // Rule 1: prefetch is asked for every path that will be fetched, before any download
-        // (the list is not held for the rest of the run).
-        do {
-            let toFetch = files.filter { $0.status == .pending }.map(\.file.remotePath)
-            if !toFetch.isEmpty { await storage.prefetch(toFetch) }
+        // (page by page: the list is never held whole).
+        var after: Int64?
+        while true {
+            let page = try record.pendingPaths(after: after, limit: Self.prefetchPage)
+            guard let last = page.last else { break }
+            await storage.prefetch(page.map(\.remotePath))
+            after = last.index
         }
 
         // Rule 3: required groups first, in plan order; the first failure ends the run.
-        for group in groups where group.required {
-            let open = group.indices.filter { files[$0].status != .done }
+        for (number, group) in groups.enumerated() where group.required {
+            if run.isDone(number) { continue }
+            var files = try GroupFiles(group, from: record)
+            let open = files.status.indices.filter { files.status[$0] != .done }
             if open.isEmpty { continue }
-            if let failure = try await fetch(open, &files, &run, stopAtFirstFailure: true).first?.failure {
+            if let failure = try await fetch(open, &files, number, &run, stopAtFirstFailure: true).first?.failure {
                 return .failed(failure)
             }
-            let offered = RestoreGroup(name: group.name, required: true, files: open.map { files[$0].file }, failed: [])
-            switch try await place(offered, open, &files, placement, &run) {
+            let offered = RestoreGroup(name: group.name, required: true, files: files.subset(open), failed: [])
+            switch try await place(offered, open, &files, number, placement, &run) {
             case .placed: break
             case .rejected: return .placementRejected(group: offered.label)
             case .failed(let failure): return .failed(failure)
@@ -142,29 +171,35 @@ public final class RestoreEngine: Sendable {
 
         // Rule 4: optional groups, best-effort; what landed of a group is placed even when a
         // sibling failed; a file out of attempts is skipped.
-        for group in groups where !group.required {
-            let open = group.indices.filter { files[$0].status != .done && files[$0].attempts < maxAttempts }
+        for (number, group) in groups.enumerated() where !group.required {
+            if run.isDone(number) { continue }
+            var files = try GroupFiles(group, from: record)
+            let open = files.status.indices.filter { files.status[$0] != .done && files.attempts[$0] < maxAttempts }
             if open.isEmpty { continue }
-            let failed = try await fetch(open, &files, &run, stopAtFirstFailure: false).map(\.index)
+            let failed = try await fetch(open, &files, number, &run, stopAtFirstFailure: false).map(\.index)
             let failedSet = Set(failed)
             let landed = open.filter { !failedSet.contains($0) }
             if landed.isEmpty { continue }
             let offered = RestoreGroup(
-                name: group.name, required: false, files: landed.map { files[$0].file }, failed: failed.map { files[$0].file })
-            _ = try await place(offered, landed, &files, placement, &run)
+                name: group.name, required: false, files: files.subset(landed), failed: files.subset(failed))
+            _ = try await place(offered, landed, &files, number, placement, &run)
             run.report()
         }
 
         // Rule 6: completed when nothing is pending.
-        let pending = files.filter { $0.status != .done }.map(\.file.remotePath)
-        if pending.isEmpty {
+        if run.done == run.total {
             let now = try record.completedAt() ?? Date()
             try record.complete(at: now)
             staging.finish()
             return .completed(at: now)
         }
+        var pending: [String] = []
+        try record.forEachFile(.notDone) { pending.append($0.file.remotePath) }
         return .partial(pending: pending)
     }
+
+    /// How many paths one prefetch request names.
+    static let prefetchPage = 4096
 
     /// How one file's download ended, as a child task tells the run.
     private enum Fetched: Sendable {
@@ -190,7 +225,7 @@ public final class RestoreEngine: Sendable {
     /// end and are recorded (a finished download as downloaded, a failed one as an attempt)
     /// before this returns. Cancellation does the same, then throws `CancellationError`.
     private func fetch(
-        _ indices: [Int], _ files: inout [RecordedFile], _ run: inout Run, stopAtFirstFailure: Bool
+        _ indices: [Int], _ files: inout GroupFiles, _ number: Int, _ run: inout Run, stopAtFirstFailure: Bool
     ) async throws -> [(index: Int, failure: RestoreFailure)] {
         var state = GroupFetch(stopAtFirstFailure: stopAtFirstFailure)
         if transfers == 1 || indices.count == 1 {
@@ -202,8 +237,8 @@ public final class RestoreEngine: Sendable {
                     state.cancelled = true
                     break
                 }
-                let result = await fetch(files[index].file, staged: files[index].status == .downloaded)
-                try take(result, of: index, &state, &files, &run)
+                let result = await fetch(files.files[index], staged: files.status[index] == .downloaded)
+                try take(result, of: index, &state, &files, number, &run)
             }
             return try state.end()
         }
@@ -217,14 +252,14 @@ public final class RestoreEngine: Sendable {
                         break
                     }
                     let index = indices[next]
-                    let (file, staged) = (files[index].file, files[index].status == .downloaded)
+                    let (file, staged) = (files.files[index], files.status[index] == .downloaded)
                     next += 1
                     inFlight += 1
                     group.addTask { (index, await self.fetch(file, staged: staged)) }
                 }
                 guard inFlight > 0, let (index, result) = try await group.next() else { break }
                 inFlight -= 1
-                try take(result, of: index, &state, &files, &run)
+                try take(result, of: index, &state, &files, number, &run)
             }
             return try state.end()
         }
@@ -252,21 +287,20 @@ public final class RestoreEngine: Sendable {
 
     /// Records how the download of file `index` ended (rule 5) and reports progress.
     private func take(
-        _ result: Fetched, of index: Int, _ state: inout GroupFetch, _ files: inout [RecordedFile], _ run: inout Run
+        _ result: Fetched, of index: Int, _ state: inout GroupFetch, _ files: inout GroupFiles, _ number: Int, _ run: inout Run
     ) throws {
         switch result {
         case .intact:
             return
         case .downloaded:
             // Rule 5: saved after every download.
-            try record.setStatus(.downloaded, [files[index].index])
-            run.setStatus(index, .downloaded, in: &files)
+            try record.setStatus(.downloaded, [Int(files.ids[index])])
+            run.setStatus(index, .downloaded, in: &files, group: number)
         case .failed(let failure):
-            onFileFailed(files[index].file, failure)
-            try record.countAttempt([files[index].index], reason: failure.description, status: .pending)
-            files[index].attempts += 1
-            run.setStatus(index, .pending, in: &files)
-            files[index].lastError = failure.description
+            onFileFailed(files.files[index], failure)
+            try record.countAttempt([Int(files.ids[index])], reason: failure.description, status: .pending)
+            files.attempts[index] += 1
+            run.setStatus(index, .pending, in: &files, group: number)
             state.failed.append((index, failure))
         case .cancelled:
             state.cancelled = true
@@ -348,7 +382,7 @@ public final class RestoreEngine: Sendable {
 
     /// Rule 2: offers a group to placement and records the answer (rule 5).
     private func place(
-        _ group: RestoreGroup, _ indices: [Int], _ files: inout [RecordedFile], _ placement: any RestorePlacement,
+        _ group: RestoreGroup, _ indices: [Int], _ files: inout GroupFiles, _ number: Int, _ placement: any RestorePlacement,
         _ run: inout Run
     ) async throws -> Placed {
         try Task.checkCancellation()
@@ -360,11 +394,11 @@ public final class RestoreEngine: Sendable {
         } catch {
             result = .failed(Self.failure(error))
         }
-        let ids = indices.map { files[$0].index }
+        let ids = indices.map { Int(files.ids[$0]) }
         switch result {
         case .placed:
             try record.setStatus(.done, ids)
-            for index in indices { run.setStatus(index, .done, in: &files) }
+            for index in indices { run.setStatus(index, .done, in: &files, group: number) }
         case .rejected, .failed:
             // Counted as an attempt on each file; still staged, so offered again next run
             // without a new download (but checked again first).
@@ -375,39 +409,16 @@ public final class RestoreEngine: Sendable {
                 // refused path names its own file; any other failure is the whole group's.
                 var named = indices
                 if case .refused(let refused) = failure {
-                    named = indices.filter { files[$0].file.remotePath == refused.remotePath }
+                    named = indices.filter { files.files[$0].remotePath == refused.remotePath }
                 }
-                for index in named.isEmpty ? indices : named { onFileFailed(files[index].file, failure) }
+                for index in named.isEmpty ? indices : named { onFileFailed(files.files[index], failure) }
             } else {
                 reason = "rejected at placement"
             }
             try record.countAttempt(ids, reason: reason, status: .downloaded)
-            for index in indices {
-                files[index].attempts += 1
-                files[index].lastError = reason
-            }
+            for index in indices { files.attempts[index] += 1 }
         }
         return result
-    }
-
-    /// Groups in plan order of their first file; a file with no group is its own group.
-    private static func groups(of files: [RecordedFile]) -> [Group] {
-        var groups: [Group] = []
-        var position: [String: Int] = [:]
-        for (offset, recorded) in files.enumerated() {
-            guard let name = recorded.file.group else {
-                groups.append(Group(name: nil, required: recorded.file.required, indices: [offset]))
-                continue
-            }
-            if let at = position[name] {
-                groups[at].indices.append(offset)
-                groups[at].required = groups[at].required || recorded.file.required
-            } else {
-                position[name] = groups.count
-                groups.append(Group(name: name, required: recorded.file.required, indices: [offset]))
-            }
-        }
-        return groups
     }
 
     private static func failure(_ error: any Error) -> RestoreFailure {
@@ -426,9 +437,7 @@ public final class RestoreEngine: Sendable {
     private struct Run {
         let onProgress: RestoreProgressHandler
         let total: Int
-        let groupsTotal: Int
-        /// The group of each file, and how many of each group's files are done.
-        var groupOf: [Int]
+        /// Each group's size and how many of its files are done.
         var groupSize: [Int]
         var groupDone: [Int]
         var done = 0
@@ -436,43 +445,40 @@ public final class RestoreEngine: Sendable {
         var groupsDone = 0
         var last: RestoreProgress?
 
-        init(files: [RecordedFile], groups: [Group], onProgress: @escaping RestoreProgressHandler) {
+        init(groups: [RestoreRecord.Group], onProgress: @escaping RestoreProgressHandler) {
             self.onProgress = onProgress
-            total = files.count
-            groupsTotal = groups.count
-            groupOf = Array(repeating: 0, count: files.count)
-            groupSize = groups.map(\.indices.count)
-            groupDone = Array(repeating: 0, count: groups.count)
-            for (groupIndex, group) in groups.enumerated() {
-                for index in group.indices { groupOf[index] = groupIndex }
-            }
-            for (index, file) in files.enumerated() { count(index, file.status, +1) }
+            groupSize = groups.map(\.members.count)
+            groupDone = groups.map(\.done)
+            total = groupSize.reduce(0, +)
+            done = groupDone.reduce(0, +)
+            staged = groups.reduce(0) { $0 + $1.staged }
+            groupsDone = zip(groupSize, groupDone).count { $0 == $1 }
         }
 
-        private mutating func count(_ index: Int, _ status: RestoreFileStatus, _ delta: Int) {
+        func isDone(_ group: Int) -> Bool { groupDone[group] == groupSize[group] }
+
+        private mutating func count(_ group: Int, _ status: RestoreFileStatus, _ delta: Int) {
             switch status {
             case .pending: break
             case .downloaded: staged += delta
             case .done:
                 done += delta
-                let group = groupOf[index]
-                let wasDone = groupDone[group] == groupSize[group]
+                let wasDone = isDone(group)
                 groupDone[group] += delta
-                let isDone = groupDone[group] == groupSize[group]
-                if wasDone != isDone { groupsDone += isDone ? 1 : -1 }
+                if wasDone != isDone(group) { groupsDone += isDone(group) ? 1 : -1 }
             }
         }
 
-        mutating func setStatus(_ index: Int, _ status: RestoreFileStatus, in files: inout [RecordedFile]) {
-            count(index, files[index].status, -1)
-            files[index].status = status
-            count(index, status, +1)
+        mutating func setStatus(_ index: Int, _ status: RestoreFileStatus, in files: inout GroupFiles, group: Int) {
+            count(group, files.status[index], -1)
+            files.status[index] = status
+            count(group, status, +1)
         }
 
         /// Rule 6: sends a report only when a count changed.
         mutating func report() {
             let progress = RestoreProgress(
-                filesDone: done, filesStaged: staged, filesTotal: total, groupsDone: groupsDone, groupsTotal: groupsTotal)
+                filesDone: done, filesStaged: staged, filesTotal: total, groupsDone: groupsDone, groupsTotal: groupSize.count)
             guard progress != last else { return }
             last = progress
             onProgress(progress)

@@ -153,6 +153,81 @@ public final class RestoreRecord: Sendable {
         try forEachFile(where: selection.condition, [], body)
     }
 
+    /// One group of the plan, as a run goes through it: which files it has, and how many
+    /// of them are placed or staged (8 bytes a file: never the files themselves).
+    public struct Group: Sendable, Equatable {
+        /// nil for a file with no group (it is its own group).
+        public var name: String?
+        /// Whether any file of it is required.
+        public var required: Bool
+        /// Its files' record indices, in plan order.
+        public var members: [Int64]
+        public var done = 0
+        public var staged = 0
+    }
+
+    /// The plan's groups in plan order of their first file (a file with no group is its own
+    /// group), read in one pass that decodes no file.
+    public func groups() throws -> [Group] {
+        try withDB { db in
+            var groups: [Group] = []
+            var position: [String: Int] = [:]
+            try db.run("SELECT idx, grp, required, status FROM restore_files ORDER BY idx") { row in
+                let at: Int
+                if let name = row.text(1) {
+                    if let known = position[name] {
+                        at = known
+                    } else {
+                        at = groups.count
+                        position[name] = at
+                        groups.append(Group(name: name, required: false, members: []))
+                    }
+                } else {
+                    at = groups.count
+                    groups.append(Group(name: nil, required: false, members: []))
+                }
+                groups[at].members.append(row.int(0))
+                groups[at].required = groups[at].required || row.int(2) != 0
+                switch RestoreFileStatus(rawValue: row.int(3)) {
+                case .done: groups[at].done += 1
+                case .downloaded: groups[at].staged += 1
+                default: break
+                }
+            }
+            return groups
+        }
+    }
+
+    /// Calls `body` with each file of `group`, in plan order.
+    public func forEachFile(of group: Group, _ body: (RecordedFile) throws -> Void) throws {
+        try withoutActuallyEscaping(body) { body in try forEachFile(of: group, escaping: body) }
+    }
+
+    private func forEachFile(of group: Group, escaping body: @escaping (RecordedFile) throws -> Void) throws {
+        guard let first = group.members.first, let last = group.members.last else { return }
+        // The rows between its first and last file: for a plan made by the planner, exactly
+        // its files (a group's files are contiguous); others in between are skipped.
+        var next = 0
+        try forEachFile(where: "idx BETWEEN ?1 AND ?2", [.int(first), .int(last)]) { recorded in
+            guard next < group.members.count, Int64(recorded.index) == group.members[next] else { return }
+            next += 1
+            try body(recorded)
+        }
+    }
+
+    /// Up to `limit` pending files after record index `after` (nil: from the first), in plan
+    /// order: their record indices and remote paths. A caller pages through a large plan.
+    public func pendingPaths(after: Int64?, limit: Int) throws -> [(index: Int64, remotePath: String)] {
+        try withDB { db in
+            var page: [(index: Int64, remotePath: String)] = []
+            try db.run(
+                "SELECT idx, remote_path FROM restore_files WHERE status = \(RestoreFileStatus.pending.rawValue) AND idx > ?1 "
+                    + "ORDER BY idx LIMIT ?2", [.int(after ?? .min), .int(Int64(limit))]
+            ) { row in page.append((row.int(0), row.text(1) ?? "")) }
+            return page
+        }
+    }
+
     /// The placed files that are hard links of another placed file, each after that file:
     /// the pairs a restore may link (whether their contents match is the tree's to check).
     public func placedLinkPairs() throws -> [(first: RestoreFile, second: RestoreFile)] {

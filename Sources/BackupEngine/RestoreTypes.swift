@@ -130,10 +130,18 @@ public struct RestoreGroup: Sendable, Equatable {
     public var name: String?
     /// Whether any file of the group is required.
     public var required: Bool
-    /// The files that are downloaded and waiting to be placed.
-    public var files: [RestoreFile]
+    /// The files that are downloaded and waiting to be placed (packed: a group may hold a
+    /// million).
+    public var files: RestoreFileList
     /// Files of the group that did not land in this run.
-    public var failed: [RestoreFile]
+    public var failed: RestoreFileList
+
+    public init(name: String?, required: Bool, files: RestoreFileList, failed: RestoreFileList = []) {
+        self.name = name
+        self.required = required
+        self.files = files
+        self.failed = failed
+    }
 
     /// The group's name, or for a file with no group its remote path.
     public var label: String { name ?? files.first?.remotePath ?? failed.first?.remotePath ?? "" }

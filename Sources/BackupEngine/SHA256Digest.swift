@@ -35,10 +35,16 @@ public struct SHA256Digest: Sendable, Hashable, CustomStringConvertible {
         self.words = words
     }
 
+    /// Calls `body` with the digest's 32 bytes.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var copy = words
+        return try Swift.withUnsafeBytes(of: &copy, body)
+    }
+
     /// Lowercase hex, 64 digits.
     public var hex: String {
         var copy = words
-        return withUnsafeBytes(of: &copy) { bytes in
+        return Swift.withUnsafeBytes(of: &copy) { bytes in
             String(unsafeUninitializedCapacity: 64) { out in
                 for (index, byte) in bytes.enumerated() {
                     out[2 * index] = Self.digits[Int(byte >> 4)]

@@ -331,7 +331,7 @@ public struct RestoreTarget: RestoreStaging {
 
     /// Moves each staged file to its final place, creating folders as needed. The walk
     /// never follows a link: a link in the way is an error naming it, never a way out.
-    public func place(_ files: [RestoreFile]) throws {
+    public func place(_ files: some Sequence<RestoreFile>) throws {
         let rootFD = try openRoot()
         defer { close(rootFD) }
         // Files come in path order: the folders of one are mostly the next one's, so both

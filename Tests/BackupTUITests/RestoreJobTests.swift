@@ -29,8 +29,8 @@ func offer(_ plan: [RecordedFile], group: String, conflicts: [String] = [], fail
     let files = plan.map(\.file).filter { $0.group == group }
     return PlacementOffer(
         group: RestoreGroup(
-            name: group, required: files.contains(where: \.required), files: files.filter { !failed.contains($0.remotePath) },
-            failed: files.filter { failed.contains($0.remotePath) }),
+            name: group, required: files.contains(where: \.required), files: RestoreFileList(files.filter { !failed.contains($0.remotePath) }),
+            failed: RestoreFileList(files.filter { failed.contains($0.remotePath) })),
         conflicts: conflicts.map { PlacementConflict(remotePath: $0, localPath: "/target/" + $0, kind: .differentFile) })
 }
 

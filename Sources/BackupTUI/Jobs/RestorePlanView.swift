@@ -125,6 +125,6 @@ struct RestorePlanView: Sendable, Equatable {
 
     private func index(of group: RestoreGroup) -> Int? {
         if let name = group.name, let index = groupOfLabel[name] { return index }
-        return (group.files + group.failed).lazy.compactMap { groupOfPath[$0.remotePath] }.first
+        return [group.files, group.failed].joined().lazy.compactMap { groupOfPath[$0.remotePath] }.first
     }
 }
