@@ -130,7 +130,7 @@ extension BackupApp {
             let writerProfile = profile
             let writer = WriterCheck(
                 id: profile.writer ?? "", takeOver: request.takeOver, adopted: try state.meta(Self.adoptedWriterKey),
-                read: { bytes in try? Marker.decode(bytes, maxContentSize: max(1 << 20, bytes.count * 32)).writer })
+                read: { bytes in try? Marker.header(bytes, maxContentSize: max(1 << 20, bytes.count * 32)).writer })
             let tree = scan.treeEntries
             var hardLinks: [String: String] = [:]
             for entry in entries {

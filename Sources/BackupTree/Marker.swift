@@ -92,6 +92,20 @@ public struct MarkerEntry: Sendable, Equatable {
     }
 }
 
+/// What reads a marker as a stream (`Marker.read`) is told, line by line.
+public protocol MarkerVisitor {
+    /// The groups and the writer, once read (before the first entry or hash). Returns
+    /// whether to go on reading the entries.
+    mutating func header(groups: [MarkerGroup], writer: String?) -> Bool
+    /// An entry (format 3), in byte order of their paths: a path's entry comes after those
+    /// of every path before it. `hash`: a file's or hard link's SHA-256, when it has one.
+    mutating func entry(_ path: String, _ entry: MarkerEntry, hash: String?, line: Int) throws(MarkerError)
+    /// A hash record: the SHA-256 of a file that has no entry (every file's, before format 3).
+    mutating func hash(_ path: String, _ hex: String, line: Int) throws(MarkerError)
+    /// Whether `path` was an earlier file entry (a hard link's target must be one).
+    func isEarlierFile(_ path: String) -> Bool
+}
+
 /// The marker's content: the profile's groups, the SHA-256 of every hash-compared file and
 /// (format 3) every entry of the tree.
 public struct Marker: Sendable, Equatable {
@@ -213,6 +227,25 @@ public struct Marker: Sendable, Equatable {
 
     /// Reads a marker, refusing content larger than `maxContentSize` once decompressed.
     public static func decode(_ data: Data, maxContentSize: Int = defaultMaxContentSize) throws(MarkerError) -> Marker {
+        var reader = Collecting()
+        try read(data, maxContentSize: maxContentSize, into: &reader)
+        return Marker(groups: reader.groups, hashes: reader.hashes, entries: reader.entries, writer: reader.writer)
+    }
+
+    /// The groups and the writer of a marker, read without its entries (which are not even
+    /// decompressed: a large backup's marker is not inflated to learn who wrote it).
+    public static func header(_ data: Data, maxContentSize: Int = defaultMaxContentSize) throws(MarkerError) -> (groups: [MarkerGroup], writer: String?) {
+        var reader = HeaderOnly()
+        try read(data, maxContentSize: maxContentSize, into: &reader)
+        return (reader.groups, reader.writer)
+    }
+
+    /// Reads a marker as a stream: its content is inflated a chunk at a time and each line
+    /// handed to `visitor` as it is parsed, so nothing of the marker is held but what the
+    /// visitor keeps. Every check of `decode` is made, but for those the visitor makes (a
+    /// path listed twice, a hard link's target): a visitor that holds no entries makes the
+    /// checks it can. Stops early when the visitor's `header` says so.
+    public static func read(_ data: Data, maxContentSize: Int = defaultMaxContentSize, into visitor: inout some MarkerVisitor) throws(MarkerError) {
         guard data.count >= magic.count, data.prefix(magic.count).elementsEqual(magic) else {
             throw .notAMarker
         }
@@ -220,16 +253,40 @@ public struct Marker: Sendable, Equatable {
         let version = Int(data[data.startIndex + magic.count])
         guard version <= formatVersion else { throw .newerFormat(found: version, readable: formatVersion) }
         guard version >= 1 else { throw .damaged("unknown format \(version)") }
-        let content: Data
+        var parser = LineParser(version: version)
+        var carry: [UInt8] = []
+        var failure: MarkerError?
         do {
-            content = try Zlib.decompress(data.dropFirst(magic.count + 1), maxOutputSize: maxContentSize)
+            try Zlib.inflate(data.dropFirst(magic.count + 1), maxOutputSize: maxContentSize) { piece in
+                do throws(MarkerError) {
+                    var start = 0
+                    while start < piece.count, !parser.stopped {
+                        guard let end = piece[start...].firstIndex(of: newline) else {
+                            carry.append(contentsOf: piece[start...])
+                            break
+                        }
+                        if carry.isEmpty {
+                            try parser.line(UnsafeBufferPointer(rebasing: piece[start..<end]), &visitor)
+                        } else {
+                            carry.append(contentsOf: piece[start..<end])
+                            try carry.withUnsafeBufferPointer { line throws(MarkerError) in try parser.line(line, &visitor) }
+                            carry.removeAll(keepingCapacity: true)
+                        }
+                        start = end + 1
+                    }
+                    return !parser.stopped
+                } catch {
+                    failure = error
+                    return false
+                }
+            }
         } catch {
             throw .damaged(error.description)
         }
-        let result = content.withUnsafeBytes { raw in
-            Result { () throws(MarkerError) -> Marker in try parse(raw.bindMemory(to: UInt8.self), version: version) }
-        }
-        return try result.get()
+        if let failure { throw failure }
+        if parser.stopped { return }
+        if !carry.isEmpty { throw .damaged("the content does not end with a line break") }
+        try parser.finish(&visitor)
     }
 
     // MARK: Writing
@@ -464,49 +521,48 @@ public struct Marker: Sendable, Equatable {
 
     // MARK: Reading
 
-    private static func parse(_ content: UnsafeBufferPointer<UInt8>, version: Int) throws(MarkerError) -> Marker {
-        guard let base = content.baseAddress, !content.isEmpty else {
-            if let problem = missingRecordProblem(version: version, writer: nil, entries: 0) { throw .damaged(problem) }
-            return Marker()
-        }
-        guard content[content.count - 1] == newline else {
-            throw .damaged("the content does not end with a line break")
-        }
+    /// The lines of a marker's content, parsed one at a time.
+    private struct LineParser {
+        let version: Int
         var groups: [MarkerGroup] = []
-        var hashes: [String: String] = [:]
-        var entries: [String: MarkerEntry] = [:]
         var writer: String?
-        // Sized once by the lines there are (a dictionary grown by doubling holds its old and
-        // new tables at once); never more than the content can hold, however many short lines
-        // a hostile marker packs in: a hash takes 64 bytes, an entry's line at least 16.
-        var lines = 0
-        var entryLines = 0
-        var atLineStart = true
-        for byte in content {
-            if atLineStart, isEntryLetter(byte) { entryLines += 1 }
-            atLineStart = byte == newline
-            if atLineStart { lines += 1 }
-        }
-        if version >= 3 {
-            hashes.reserveCapacity(min(lines, content.count / 64))
-            entries.reserveCapacity(entryLines)
-        } else {
-            hashes.reserveCapacity(min(lines, content.count / 68))
-        }
+        var headerSent = false
+        var stopped = false
         var inBody = false
+        var entries = 0
         // The path of the last entry, which the next one's must follow in byte order.
         var previousPath: [UInt8] = []
         // A K or L line, waiting for its T line.
         var pending: PendingLink?
         var lineNumber = 0
-        var start = 0
-        while start < content.count {
+
+        init(version: Int) {
+            self.version = version
+        }
+
+        /// Hands the header to the visitor before the first line of the body.
+        private mutating func sendHeader(_ visitor: inout some MarkerVisitor) throws(MarkerError) {
+            guard !headerSent else { return }
+            headerSent = true
+            if let problem = groupsProblem(groups) { throw .damaged(problem) }
+            if version == 2, writer == nil, let problem = missingRecordProblem(version: version, writer: nil, entries: 1) {
+                throw .damaged(problem)
+            }
+            if !visitor.header(groups: groups, writer: writer) { stopped = true }
+        }
+
+        mutating func finish(_ visitor: inout some MarkerVisitor) throws(MarkerError) {
+            if let link = pending { throw link.withoutTarget }
+            try sendHeader(&visitor)
+            if stopped { return }
+            if let problem = missingRecordProblem(version: version, writer: writer, entries: entries) {
+                throw .damaged(problem)
+            }
+        }
+
+        mutating func line(_ line: UnsafeBufferPointer<UInt8>, _ visitor: inout some MarkerVisitor) throws(MarkerError) {
             lineNumber += 1
-            let remaining = content.count - start
-            guard let found = memchr(base + start, Int32(newline), remaining) else { break }
-            let end = start + (UnsafeRawPointer(found) - UnsafeRawPointer(base + start))
-            let line = UnsafeBufferPointer(rebasing: content[start..<end])
-            start = end + 1
+            let lineNumber = lineNumber
             func fail(_ detail: String) -> MarkerError { .damaged("line \(lineNumber): \(detail)") }
 
             if let link = pending {
@@ -515,24 +571,24 @@ public struct Marker: Sendable, Equatable {
                 let target = try text(unescaped(UnsafeBufferPointer(rebasing: line[2...]), fail), fail)
                 let kind: EntryKind
                 if link.isHardLink {
-                    guard let found = entries.index(forKey: target), entries[found].value.kind == .file,
-                          entries[found].key.utf8.elementsEqual(target.utf8)
-                    else { throw fail("the hard link's target \(quoted(target)) is not an earlier file entry") }
+                    guard visitor.isEarlierFile(target) else {
+                        throw fail("the hard link's target \(quoted(target)) is not an earlier file entry")
+                    }
                     kind = .hardLink(to: target)
                 } else {
                     kind = .symlink(target: target)
                 }
-                let entry = MarkerEntry(kind: kind, size: link.size, metadata: link.metadata)
-                if entries.updateValue(entry, forKey: link.path) != nil {
-                    throw .damaged("line \(link.line): path \(quoted(link.path)) is listed twice")
-                }
-                continue
+                entries += 1
+                try visitor.entry(link.path, MarkerEntry(kind: kind, size: link.size, metadata: link.metadata), hash: link.hash, line: link.line)
+                return
             }
             guard line.count >= 2, line[1] == space else { throw fail("unreadable record") }
             switch line[0] {
             // (A `where` would bind to the last pattern only.)
             case let letter where version >= 3 && isEntryLetter(letter):
                 inBody = true
+                try sendHeader(&visitor)
+                if stopped { return }
                 var fields = FieldReader(line: line)
                 var size: Int64 = 0
                 var hash: UnsafeBufferPointer<UInt8>?
@@ -562,23 +618,24 @@ public struct Marker: Sendable, Equatable {
                     throw fail("path \(quoted(path)) \(problem)")
                 }
                 previousPath = pathBytes
-                // A duplicate (two spellings of one String) is refused with its entry below.
-                if let hash { hashes[path] = String(decoding: hash, as: UTF8.self) }
+                let hashText = hash.map { String(decoding: $0, as: UTF8.self) }
                 switch letter {
                 case UInt8(ascii: "F"), UInt8(ascii: "D"):
                     let kind: EntryKind = letter == UInt8(ascii: "F") ? .file : .folder
-                    if entries.updateValue(MarkerEntry(kind: kind, size: size, metadata: metadata), forKey: path) != nil {
-                        throw fail("path \(quoted(path)) is listed twice")
-                    }
+                    entries += 1
+                    try visitor.entry(path, MarkerEntry(kind: kind, size: size, metadata: metadata), hash: hashText, line: lineNumber)
                 default:
                     pending = PendingLink(
-                        line: lineNumber, path: path, isHardLink: letter == UInt8(ascii: "K"), size: size, metadata: metadata)
+                        line: lineNumber, path: path, isHardLink: letter == UInt8(ascii: "K"), size: size, metadata: metadata,
+                        hash: hashText)
                 }
             case UInt8(ascii: "T") where version >= 3:
                 throw fail("a T record not directly after a K or L record")
             case UInt8(ascii: "H"):
                 // In format 3, the hashes of files without an entry, after the entries.
                 inBody = true
+                try sendHeader(&visitor)
+                if stopped { return }
                 guard line.count >= 67, line[66] == space else { throw fail("unreadable hash record") }
                 let hex = UnsafeBufferPointer(rebasing: line[2..<66])
                 guard hex.allSatisfy(isLowercaseHex) else {
@@ -591,9 +648,7 @@ public struct Marker: Sendable, Equatable {
                 guard let pathString = String(validating: path, as: UTF8.self) else {
                     throw fail("path is not valid UTF-8")
                 }
-                if hashes.updateValue(String(decoding: hex, as: UTF8.self), forKey: pathString) != nil || entries[pathString] != nil {
-                    throw fail("path \(quoted(pathString)) is listed twice")
-                }
+                try visitor.hash(pathString, String(decoding: hex, as: UTF8.self), line: lineNumber)
             case UInt8(ascii: "W") where version >= 2:
                 guard lineNumber == 1 else { throw fail("the writer record is not the first line") }
                 let name = try text(unescaped(UnsafeBufferPointer(rebasing: line[2...]), fail), fail)
@@ -610,12 +665,55 @@ public struct Marker: Sendable, Equatable {
                 throw fail("unknown record")
             }
         }
-        if let link = pending { throw link.withoutTarget }
-        if let problem = groupsProblem(groups) { throw .damaged(problem) }
-        if let problem = missingRecordProblem(version: version, writer: writer, entries: entries.count) {
-            throw .damaged(problem)
+    }
+
+    /// The visitor of `decode`: every entry and hash in dictionaries, each path once.
+    private struct Collecting: MarkerVisitor {
+        var groups: [MarkerGroup] = []
+        var writer: String?
+        var hashes: [String: String] = [:]
+        var entries: [String: MarkerEntry] = [:]
+
+        mutating func header(groups: [MarkerGroup], writer: String?) -> Bool {
+            self.groups = groups
+            self.writer = writer
+            return true
         }
-        return Marker(groups: groups, hashes: hashes, entries: entries, writer: writer)
+
+        mutating func entry(_ path: String, _ entry: MarkerEntry, hash: String?, line: Int) throws(MarkerError) {
+            // Two spellings of one String (Unicode normalisation) are one key here.
+            if entries.updateValue(entry, forKey: path) != nil {
+                throw .damaged("line \(line): path \(quoted(path)) is listed twice")
+            }
+            if let hash { hashes[path] = hash }
+        }
+
+        mutating func hash(_ path: String, _ hex: String, line: Int) throws(MarkerError) {
+            if hashes.updateValue(hex, forKey: path) != nil || entries[path] != nil {
+                throw .damaged("line \(line): path \(quoted(path)) is listed twice")
+            }
+        }
+
+        func isEarlierFile(_ path: String) -> Bool {
+            guard let found = entries.index(forKey: path) else { return false }
+            return entries[found].value.kind == .file && entries[found].key.utf8.elementsEqual(path.utf8)
+        }
+    }
+
+    /// The visitor of `header`: stops at the first line of the body.
+    private struct HeaderOnly: MarkerVisitor {
+        var groups: [MarkerGroup] = []
+        var writer: String?
+
+        mutating func header(groups: [MarkerGroup], writer: String?) -> Bool {
+            self.groups = groups
+            self.writer = writer
+            return false
+        }
+
+        func entry(_ path: String, _ entry: MarkerEntry, hash: String?, line: Int) {}
+        func hash(_ path: String, _ hex: String, line: Int) {}
+        func isEarlierFile(_ path: String) -> Bool { false }
     }
 
     /// Why a marker of `version` cannot lack what it lacks, or nil when it can: format 2 is
@@ -765,6 +863,7 @@ private struct PendingLink {
     var isHardLink: Bool
     var size: Int64
     var metadata: EntryMetadata
+    var hash: String?
 
     var withoutTarget: MarkerError {
         .damaged("line \(line): a \(isHardLink ? "hard link" : "symlink") record without its T record")

@@ -66,6 +66,21 @@ public enum Zlib {
     /// The whole input must be exactly one zlib stream: a stream that stops early is
     /// `.truncated`, bytes after its end are `.trailingData`.
     public static func decompress(_ data: Data, maxOutputSize: Int = defaultMaxOutputSize) throws(ZlibError) -> Data {
+        var output = Data()
+        try inflate(data, maxOutputSize: maxOutputSize) { piece in
+            if let base = piece.baseAddress { output.append(base, count: piece.count) }
+            return true
+        }
+        return output
+    }
+
+    /// Decompresses `data` piece by piece: `body` gets each piece of output as it is made
+    /// (at most one chunk, valid only during the call) and returns false to stop there (then
+    /// this returns without an error: the caller knows why it stopped). The same checks as
+    /// `decompress`: at most `maxOutputSize` bytes in all, one whole stream and nothing after it.
+    public static func inflate(
+        _ data: Data, maxOutputSize: Int = defaultMaxOutputSize, _ body: (UnsafeBufferPointer<UInt8>) -> Bool
+    ) throws(ZlibError) {
         var stream = z_stream()
         let initCode = backup_inflate_init(&stream)
         guard initCode == Z_OK else { throw .failed("inflateInit returned \(initCode)") }
@@ -73,7 +88,7 @@ public enum Zlib {
 
         let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: chunkSize)
         defer { chunk.deallocate() }
-        var output = Data()
+        var total = 0
         let result: Result<Void, ZlibError> = data.withUnsafeBytes { raw in
             let base = raw.bindMemory(to: UInt8.self).baseAddress
             var offset = 0
@@ -86,13 +101,14 @@ public enum Zlib {
                 }
                 stream.next_out = chunk
                 stream.avail_out = UInt32(chunkSize)
-                let code = inflate(&stream, Z_NO_FLUSH)
+                let code = CZlib.inflate(&stream, Z_NO_FLUSH)
                 let produced = chunkSize - Int(stream.avail_out)
                 switch code {
                 case Z_OK, Z_STREAM_END, Z_BUF_ERROR:
-                    // Checked before appending, so a bomb never holds more than the limit plus one chunk.
-                    if produced > maxOutputSize - output.count { return .failure(.tooLarge(limit: maxOutputSize)) }
-                    output.append(chunk, count: produced)
+                    // Checked before it is handed on, so a bomb never gets past the limit.
+                    if produced > maxOutputSize - total { return .failure(.tooLarge(limit: maxOutputSize)) }
+                    total += produced
+                    if produced > 0 && !body(UnsafeBufferPointer(start: chunk, count: produced)) { return .success(()) }
                     if code == Z_STREAM_END {
                         let rest = Int(stream.avail_in) + (raw.count - offset)
                         return rest == 0 ? .success(()) : .failure(.trailingData)
@@ -114,7 +130,6 @@ public enum Zlib {
             }
         }
         try result.get()
-        return output
     }
 }
 

@@ -549,6 +549,23 @@ final class MarkerTests: XCTestCase {
         XCTAssertNotEqual(try Marker(hashes: hashes).contentDigest(), try Marker(hashes: hashes, entries: entries).contentDigest())
     }
 
+    /// The header is read without the entries: a body that would be refused is never parsed
+    /// (nor inflated past its first chunk), and a damaged header is still refused.
+    func testTheHeaderIsReadWithoutTheEntries() throws {
+        let m = "644 0 0 0 - -"
+        let data = try framed3("W me@host\nG 0 1 docs\nP *.txt\nF 1 - \(m) a\nthis line is damaged\n")
+        XCTAssertThrowsError(try Marker.decode(data))
+        let header = try Marker.header(data)
+        XCTAssertEqual(header.writer, "me@host")
+        XCTAssertEqual(header.groups, [MarkerGroup(name: "docs", required: true, patterns: ["*.txt"], order: 0)])
+        XCTAssertThrowsError(try Marker.header(try framed3("W me@host\nG x\nF 1 - \(m) a\n")))
+        // Of a whole marker, the same groups and writer decode reads.
+        let whole = entriesMarker()
+        let encoded = try whole.encoded()
+        XCTAssertEqual(try Marker.header(encoded).writer, whole.writer)
+        XCTAssertEqual(try Marker.header(encoded).groups, whole.groups)
+    }
+
     func testFormat3DamageIsRefusedWithItsLineNumber() throws {
         let good = hash(0)
         let m = "644 0 0 0 - -"

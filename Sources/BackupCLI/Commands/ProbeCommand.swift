@@ -34,7 +34,7 @@ enum ProbeCommand {
             status = .success
         case .found(let marker, let source, let files):
             (result["status"], result["probe"]) = ("completed", "found")
-            let groups = (try? Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)).groups) ?? []
+            let groups = (try? Marker.header(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)).groups) ?? []
             result["files"] = files.count - 1
             result["bytes"] = files.reduce(0) { $0 + $1.size }
             result["groups"] = groups.map { ["name": $0.name, "required": $0.required] }
