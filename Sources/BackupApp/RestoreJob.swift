@@ -150,15 +150,14 @@ extension BackupApp {
             if request.resume {
                 events(.phase("restoring"))
                 try target.createFolder()  // for the free-space check; the engine prepares the rest
-                try Self.checkFreeSpace(target, needs: try record.files().filter { $0.status == .pending }.compactMap(\.file.size))
+                try Self.checkFreeSpace(target, needs: try record.pendingBytes())
                 outcome = try await engine.resume(resetAttempts: request.resetAttempts, placement: placement, onProgress: progress)
                 Self.reportListingNotes(remote.storage, events)
             } else {
                 events(.phase("listing"))
-                // The listing, the marker and what was decoded of it live only while the plan is
-                // made: a large backup's are not held through the restore.
-                var plan: RestorePlan
-                var lacking: [String] = []
+                // The listing and the marker live only while the plan is made; the plan itself
+                // is written into the record file by file as the marker streams in, never held.
+                let outline: PlanOutline
                 do {
                     let probe = await Probe(storage: storage, availability: gate).run()
                     Self.reportListingNotes(remote.storage, events)
@@ -166,44 +165,52 @@ extension BackupApp {
                         summary.result = .probe(probe)
                         return summary
                     }
-                    let planned: PlannedRestore
                     do {
-                        // Decoded once: its writer, its groups for --only, and the plan.
-                        let decoded = try Marker.decode(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: marker.count))
-                        restoredWriter = decoded.writer
+                        let limit = Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)
+                        // Its writer and its groups for --only, read without its entries.
+                        let header = try Marker.header(marker, maxContentSize: limit)
+                        restoredWriter = header.writer
                         let only = request.only.isEmpty ? nil : Set(request.only)
                         if let only {
-                            let known = Set(decoded.groups.map(\.name) + [RestorePlanner.otherFilesGroup])
+                            let known = Set(header.groups.map(\.name) + [RestorePlanner.otherFilesGroup])
                             let unknown = only.subtracting(known).sorted()
                             if !unknown.isEmpty {
                                 throw AppError.usage("--only: the backup has no group \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); its groups are \(known.sorted().joined(separator: ", "))")
                             }
                         }
-                        planned = RestorePlanner.plan(marker: decoded, source: source, files: files, target: target, only: only)
+                        var planned = PlanOutline()
+                        try record.record(source: source, target: target.root) { add in
+                            planned = try RestorePlanner.plan(marker: marker, files: files, target: target, only: only, into: add)
+                            return planned.tree
+                        }
+                        outline = planned
                     } catch let error as MarkerError {
                         throw AppError(.damaged, "the backup's marker on \(remote.displayURL) cannot be used: \(error); "
                             + "nothing was restored. Run `backup sync` from the source to write a new one")
                     }
-                    summary.refused = planned.refused
-                    for refused in planned.refused { events(.note(path: refused.remotePath, message: refused.description)) }
-                    plan = planned.plan
-                    if intoOwnSource {
+                    summary.refused = outline.refused
+                    for refused in outline.refused { events(.note(path: refused.remotePath, message: refused.description)) }
+                    try target.createFolder()  // for the free-space check; the engine prepares the rest
+                    try Self.checkFreeSpace(target, needs: outline.bytes)
+                    if intoOwnSource, let profile {
                         // Until restored (or abandoned), every file of the backup the source lacks is
                         // kept on the remote by the syncs that run meanwhile: a partial restore is not
                         // a delete. (A file the source has is the source's: the sync decides it.)
-                        lacking = files.map(\.path).filter { path in
+                        let state = try openState(profile)
+                        var lacking: [String] = []
+                        for file in files where file.path != SyncEngine.defaultMarkerPath {
                             var info = stat()
-                            return path != SyncEngine.defaultMarkerPath
-                                && FileName.withCString(targetPath + "/" + path, { lstat($0, &info) }) != 0
+                            if FileName.withCString(targetPath + "/" + file.path, { lstat($0, &info) }) != 0 { lacking.append(file.path) }
+                            if lacking.count >= Self.seedBatch {
+                                try state.addRestorePending(lacking)
+                                lacking.removeAll(keepingCapacity: true)
+                            }
                         }
+                        try state.addRestorePending(lacking)
                     }
                 }
-                try target.createFolder()  // for the free-space check; the engine prepares the rest
-                try Self.checkFreeSpace(target, needs: plan.files.compactMap(\.size))
-                if intoOwnSource, let profile { try openState(profile).addRestorePending(lacking) }
-                lacking = []
                 events(.phase("restoring"))
-                outcome = try await engine.start(consume plan, placement: placement, onProgress: progress)
+                outcome = try await engine.startRecorded(placement: placement, onProgress: progress)
             }
             summary.result = .restored(outcome)
             summary.damaged = failures.withLock { $0 }
@@ -288,8 +295,7 @@ extension BackupApp {
     }
 
     /// Refuses to start when the files still to download need more than the target's free space.
-    static func checkFreeSpace(_ target: RestoreTarget, needs sizes: [Int64]) throws(AppError) {
-        let needed = sizes.reduce(0, +)
+    static func checkFreeSpace(_ target: RestoreTarget, needs needed: Int64) throws(AppError) {
         guard let free = target.freeBytes(), needed > free else { return }
         throw AppError(.failure, "the restore needs \(ByteCount.text(needed)) but \(target.root) has only \(ByteCount.text(free)) free; "
             + "nothing was downloaded. Free some space, or restore into another folder with --to")

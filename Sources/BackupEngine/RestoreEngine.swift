@@ -73,6 +73,21 @@ public final class RestoreEngine: Sendable {
         }
     }
 
+    /// Rule 1 for a plan written into the record as it was made (`RestoreRecord.record`, by a
+    /// planner that streams): runs it from its start.
+    public func startRecorded(
+        placement: any RestorePlacement = KeepWhereLanded(), onProgress: @escaping RestoreProgressHandler = { _ in }
+    ) async throws -> RestoreOutcome {
+        try await serial.withLock {
+            #if canImport(Glibc)
+            // What planning used is freed by now: handed back to the system before the run's
+            // own memory grows, rather than kept beside it.
+            malloc_trim(0)
+            #endif
+            return try await run(placement: placement, onProgress: onProgress)
+        }
+    }
+
     /// Rule 7: revalidates the recorded plan's source with a probe, then continues from the
     /// record. `resetAttempts` forgets failed attempts, so skipped files are tried again.
     public func resume(

@@ -70,29 +70,53 @@ public final class RestoreRecord: Sendable {
     /// A plan that places two files at one path is refused (a damaged or hostile listing):
     /// the planner deduplicates, and the record keeps it so.
     public func begin(_ plan: RestorePlan) throws {
-        let source = try JSONEncoder().encode(plan.source)
-        let tree = try JSONEncoder().encode(plan.tree)
-        var seen = Set<String>()
-        for file in plan.files where !seen.insert(file.placePath).inserted {
-            throw StateStoreError(.corrupt, path: path, "the restore plan places two files at \(String(reflecting: file.placePath)); nothing was recorded")
+        try record(source: plan.source, target: plan.target) { add in
+            for (index, file) in plan.files.enumerated() { try add(Int64(index), file) }
+            return plan.tree
         }
+    }
+
+    /// Replaces whatever the record held with the plan `write` hands to `add` file by file
+    /// (each with an id: the record's order is the ids' order), every file pending, and the
+    /// folders and links it returns; all in one transaction, so a plan that fails half-way
+    /// leaves the earlier record as it was. No plan is held here: a planner that streams its
+    /// files writes a million of them without holding them.
+    public func record(
+        source: SourceRef, target: String, _ write: (_ add: (Int64, RestoreFile) throws -> Void) throws -> [TreeEntry]
+    ) throws {
+        let source = try JSONEncoder().encode(source)
         try withDB { db in
             try db.transaction {
                 try db.exec("DELETE FROM restore_files; DELETE FROM restore_meta;")
                 try db.run("INSERT INTO restore_meta (key, value) VALUES ('source', ?1)", [.text(String(decoding: source, as: UTF8.self))])
-                try db.run("INSERT INTO restore_meta (key, value) VALUES ('target', ?1)", [.text(plan.target)])
-                try db.run("INSERT INTO restore_meta (key, value) VALUES ('tree', ?1)", [.text(String(decoding: tree, as: UTF8.self))])
-                for (index, file) in plan.files.enumerated() {
+                try db.run("INSERT INTO restore_meta (key, value) VALUES ('target', ?1)", [.text(target)])
+                let tree = try write { id, file in
                     try db.run(
                         "INSERT INTO restore_files (idx, remote_path, place_path, required, grp, sha256, size, meta, link_to) "
-                            + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (place_path) DO NOTHING",
                         [
-                            .int(Int64(index)), .text(file.remotePath), .text(file.placePath), .int(file.required ? 1 : 0),
+                            .int(id), .text(file.remotePath), .text(file.placePath), .int(file.required ? 1 : 0),
                             SQLValue(file.group), SQLValue(file.sha256), file.size.map { .int($0) } ?? .null,
                             SQLValue(file.metadata?.recordText), SQLValue(file.hardLinkTo),
                         ])
+                    if db.changes == 0 {
+                        throw StateStoreError(.corrupt, path: self.path, "the restore plan places two files at \(String(reflecting: file.placePath)); nothing was recorded")
+                    }
                 }
+                let encoded = try JSONEncoder().encode(tree)
+                try db.run("INSERT INTO restore_meta (key, value) VALUES ('tree', ?1)", [.text(String(decoding: encoded, as: UTF8.self))])
             }
+        }
+    }
+
+    /// The bytes the pending files have still to download (their listed sizes).
+    public func pendingBytes() throws -> Int64 {
+        try withDB { db in
+            var total: Int64 = 0
+            try db.run("SELECT coalesce(sum(size), 0) FROM restore_files WHERE status = \(RestoreFileStatus.pending.rawValue)") { row in
+                total = row.int(0)
+            }
+            return total
         }
     }
 

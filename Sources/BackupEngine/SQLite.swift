@@ -190,6 +190,9 @@ final class SQLiteConnection {
         return result
     }
 
+    /// How many rows the last INSERT, UPDATE or DELETE changed.
+    var changes: Int { Int(sqlite3_changes(db)) }
+
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T {
         try exec("BEGIN IMMEDIATE")

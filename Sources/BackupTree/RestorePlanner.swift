@@ -27,6 +27,19 @@ public struct PlannedRestore: Sendable, Equatable {
     }
 }
 
+/// What planning found besides the files it handed on.
+public struct PlanOutline: Sendable, Equatable {
+    /// Remote paths refused (nothing is written for them), in byte order.
+    public var refused: [RefusedPath] = []
+    /// The folders and symbolic links to make, in byte order of their paths.
+    public var tree: [TreeEntry] = []
+    /// How many files were planned, and their listed bytes.
+    public var files = 0
+    public var bytes: Int64 = 0
+
+    public init() {}
+}
+
 /// Builds restore plans from what a probe found.
 public enum RestorePlanner {
     /// The group of files that match none of the marker's groups; optional, placed last.
@@ -41,110 +54,245 @@ public enum RestorePlanner {
         marker data: Data, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
         markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
     ) throws(MarkerError) -> PlannedRestore {
-        let marker = try Marker.decode(data, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: data.count))
-        return plan(marker: marker, source: source, files: files, target: target, markerPath: markerPath, only: only)
+        var planned: [(id: Int64, file: RestoreFile)] = []
+        let outline: PlanOutline
+        do {
+            outline = try plan(marker: data, files: files, target: target, markerPath: markerPath, only: only) { planned.append(($0, $1)) }
+        } catch let error as MarkerError {
+            throw error
+        } catch {
+            throw .damaged(String(describing: error))  // the sink above throws nothing
+        }
+        return collected(planned, outline, source: source, target: target)
     }
 
-    /// The same plan from a marker already decoded (a caller that also reads its groups or
-    /// writer decodes it once).
+    /// The same plan from a marker already decoded.
     public static func plan(
         marker: Marker, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
         markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
     ) -> PlannedRestore {
-        var refused: [RefusedPath] = []
-        var byGroup: [String: [RestoreFile]] = [:]
-        // The listing in byte order, so each group's files come out sorted. A listing that names
-        // a path twice (a damaged or hostile server) keeps its first entry; two names that differ
-        // only in Unicode normalisation are two files.
-        let order = ByteOrder.sortedIndices(files.map(\.path))
-        for (position, index) in order.enumerated() {
-            let file = files[index]
-            if file.path == markerPath { continue }
-            if position > 0, files[order[position - 1]].path.utf8.elementsEqual(file.path.utf8) { continue }
-            if file.foreignSpelling {
-                refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it under a spelling this program "
-                    + "never writes (a lone \u{201B}, a control character, or a private-use escape that stands for no byte "
-                    + "of a name), so it is not part of a backup and no request could read it"))
-                continue
+        var planned: [(id: Int64, file: RestoreFile)] = []
+        var visitor = Planning(files: files, target: target, markerPath: markerPath, only: only) { planned.append(($0, $1)) }
+        _ = visitor.header(groups: marker.groups, writer: marker.writer)
+        // Its entries in byte order, then the hashes of files without one: as a stream gives them.
+        do {
+            for path in ByteOrder.sorted(Array(marker.entries.keys), by: { $0 }) {
+                guard let entry = marker.entries[path] else { continue }
+                try visitor.entry(path, entry, hash: marker.hashes[path], line: 0)
             }
-            let group = marker.group(for: file.path)
-            let name = group?.name ?? otherFilesGroup
-            if let only, !only.contains(name) { continue }
-            do {
-                try target.check(file.path)
-            } catch {
-                refused.append(error)
-                continue
-            }
-            if file.size < 0 {
-                refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it with a negative size (\(file.size))"))
-                continue
-            }
-            let entry = marker.entries[file.path]
-            var hardLinkTo: String?
-            if case .hardLink(let first)? = entry?.kind { hardLinkTo = first }
-            byGroup[name, default: []].append(RestoreFile(
-                remotePath: file.path, placePath: file.path, required: group?.required ?? false, group: name,
-                sha256: marker.hashes[file.path], size: file.size, metadata: entry?.metadata, hardLinkTo: hardLinkTo))
+            for (path, hash) in marker.hashes where marker.entries[path] == nil { try visitor.hash(path, hash, line: 0) }
+        } catch {
+            // Only the sink throws, and this one does not.
         }
-        let ordered = marker.groups.enumerated().sorted { a, b in
-            if a.element.required != b.element.required { return a.element.required }
-            if a.element.order != b.element.order { return a.element.order < b.element.order }
-            return a.offset < b.offset
-        }.map(\.element.name) + [otherFilesGroup]
-        var planned: [RestoreFile] = []
-        planned.reserveCapacity(byGroup.values.reduce(0) { $0 + $1.count })
-        var named = Set<String>()
-        for name in ordered where named.insert(name).inserted {
-            // Taken out of the dictionary and appended (already in byte order): never two copies of a group.
-            guard let group = byGroup.removeValue(forKey: name) else { continue }
-            planned += group
-        }
-        // A hard link is made only to a file this restore places.
-        if planned.contains(where: { $0.hardLinkTo != nil }) {
-            let placed = Set(planned.map(\.placePath))
-            for index in planned.indices where planned[index].hardLinkTo.map({ !placed.contains($0) }) ?? false {
-                planned[index].hardLinkTo = nil
-            }
-        }
-        let tree = treeEntries(marker, files: planned, target: target, only: only, refused: &refused)
-        refused.sort { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
-        return PlannedRestore(plan: RestorePlan(source: source, target: target.root, files: planned, tree: tree), refused: refused)
+        let outline = (try? visitor.finish()) ?? PlanOutline()
+        return collected(planned, outline, source: source, target: target)
     }
 
-    /// The marker's folders and symbolic links to make, sorted by path: each checked as a
-    /// file's path is, and a link refused where a file or folder of the restore lies below it
-    /// (making it would put them behind the link; a link's target is never a path inside the
-    /// target, it is only ever created).
-    static func treeEntries(
-        _ marker: Marker, files: [RestoreFile], target: RestoreTarget, only: Set<String>?, refused: inout [RefusedPath]
-    ) -> [TreeEntry] {
-        var tree: [TreeEntry] = []
-        for (path, entry) in marker.entries {
-            switch entry.kind {
-            case .folder, .symlink: break
-            case .file, .hardLink: continue
+    private static func collected(
+        _ planned: [(id: Int64, file: RestoreFile)], _ outline: PlanOutline, source: SourceRef, target: RestoreTarget
+    ) -> PlannedRestore {
+        let files = planned.sorted { $0.id < $1.id }.map(\.file)
+        return PlannedRestore(
+            plan: RestorePlan(source: source, target: target.root, files: files, tree: outline.tree), refused: outline.refused)
+    }
+
+    /// Plans the restore as the marker streams in (`Marker.read`): each file is handed to
+    /// `sink` with an id whose order is the plan's order (its group's rank, then its path's
+    /// place in byte order), as soon as its entry is read. Nothing of the plan is held here
+    /// but the folders and links, the refused paths and one bit per listed file: a caller
+    /// that writes each file down (the restore record) never holds the plan.
+    ///
+    /// A hard link is kept only to a file this plan places (one placed before it: a link's
+    /// target comes first in byte order).
+    public static func plan(
+        marker data: Data, files: [RemoteFile], target: RestoreTarget, markerPath: String = SyncEngine.defaultMarkerPath,
+        only: Set<String>? = nil, into sink: (_ id: Int64, _ file: RestoreFile) throws -> Void
+    ) throws -> PlanOutline {
+        try withoutActuallyEscaping(sink) { sink in
+            var visitor = Planning(files: files, target: target, markerPath: markerPath, only: only, sink: sink)
+            do {
+                try Marker.read(data, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: data.count), into: &visitor)
+            } catch {
+                // The sink's own error, not the marker's, when it was the sink that failed.
+                if let failure = visitor.sinkFailure { throw failure }
+                throw error
             }
-            if let only, !only.contains(marker.group(for: path)?.name ?? otherFilesGroup) { continue }
+            return try visitor.finish()
+        }
+    }
+
+    /// The planner as a marker's visitor: the listing, sorted once, walked beside the
+    /// marker's entries (both in byte order).
+    struct Planning: MarkerVisitor {
+        let files: [RemoteFile]
+        let target: RestoreTarget
+        let markerPath: String
+        let only: Set<String>?
+        let sink: (Int64, RestoreFile) throws -> Void
+        /// The listing's indices in byte order of their paths.
+        let order: [Int]
+        /// The next position of `order` no entry has reached.
+        var cursor = 0
+        /// Positions whose file has no entry: planned once the whole marker is read (a hash
+        /// record for them may come after every entry).
+        var withoutEntry: [Int] = []
+        /// Hash records, by path.
+        var hashes: [String: String] = [:]
+        /// Whether the file at each position was planned.
+        var planned: [Bool]
+        var groups = Marker()
+        var rank: [String: Int64] = [:]
+        var tree: [TreeEntry] = []
+        /// Every folder that holds something of the restore (a link may not stand there).
+        var holders = Set<String>()
+        var outline = PlanOutline()
+        var sinkFailure: (any Error)?
+
+        init(files: [RemoteFile], target: RestoreTarget, markerPath: String, only: Set<String>?, sink: @escaping (Int64, RestoreFile) throws -> Void) {
+            self.files = files
+            self.target = target
+            self.markerPath = markerPath
+            self.only = only
+            self.sink = sink
+            order = ByteOrder.sortedIndices(files.map(\.path))
+            planned = Array(repeating: false, count: files.count)
+        }
+
+        mutating func header(groups: [MarkerGroup], writer: String?) -> Bool {
+            self.groups = Marker(groups: groups, writer: writer)
+            let ordered = groups.enumerated().sorted { a, b in
+                if a.element.required != b.element.required { return a.element.required }
+                if a.element.order != b.element.order { return a.element.order < b.element.order }
+                return a.offset < b.offset
+            }.map(\.element.name) + [RestorePlanner.otherFilesGroup]
+            for name in ordered where rank[name] == nil { rank[name] = Int64(rank.count) }
+            return true
+        }
+
+        mutating func entry(_ path: String, _ entry: MarkerEntry, hash: String?, line: Int) throws(MarkerError) {
+            // The listed files before this entry have none.
+            while cursor < order.count, ByteOrder.compare(files[order[cursor]].path, path) < 0 {
+                withoutEntry.append(cursor)
+                cursor += 1
+            }
+            switch entry.kind {
+            case .folder, .symlink:
+                treeEntry(path, entry)
+            case .file, .hardLink:
+                var matched = false
+                while cursor < order.count, ByteOrder.compare(files[order[cursor]].path, path) == 0 {
+                    if !matched { try take(cursor, entry: entry, hash: hash) }
+                    matched = true
+                    cursor += 1
+                }
+            }
+        }
+
+        mutating func hash(_ path: String, _ hex: String, line: Int) throws(MarkerError) {
+            hashes[path] = hex
+        }
+
+        /// A hard link's target was an earlier file of this plan (checked where it is taken).
+        func isEarlierFile(_ path: String) -> Bool { true }
+
+        /// Plans the files no entry named, and returns what was found besides the files.
+        mutating func finish() throws -> PlanOutline {
+            if let sinkFailure { throw sinkFailure }
+            withoutEntry += Array(cursor..<order.count)
+            cursor = order.count
+            for position in withoutEntry {
+                do {
+                    try take(position, entry: nil, hash: hashes[files[order[position]].path])
+                } catch {
+                    throw sinkFailure ?? error
+                }
+            }
+            for entry in tree { insertFolders(of: entry.path, into: &holders) }
+            tree.removeAll { entry in
+                guard case .symlink = entry.kind, holders.contains(entry.path) else { return false }
+                outline.refused.append(RefusedPath(remotePath: entry.path, reason: "it is a symbolic link, and files of the backup lie below it; "
+                    + "making it would put them behind a link"))
+                return true
+            }
+            outline.tree = ByteOrder.sorted(tree, by: \.path)
+            outline.refused.sort { $0.remotePath.utf8.lexicographicallyPrecedes($1.remotePath.utf8) }
+            return outline
+        }
+
+        /// A folder or link of the marker, checked as a file's path is.
+        private mutating func treeEntry(_ path: String, _ entry: MarkerEntry) {
+            if let only, !only.contains(groups.group(for: path)?.name ?? RestorePlanner.otherFilesGroup) { return }
             do throws(RefusedPath) {
                 try target.check(path)
             } catch {
-                refused.append(error)
-                continue
+                outline.refused.append(error)
+                return
             }
             tree.append(TreeEntry(path: path, kind: entry.kind, metadata: entry.metadata))
         }
-        // Every folder that holds something of the restore: a link may not stand there.
-        var holders = Set<String>()
-        for file in files { insertFolders(of: file.placePath, into: &holders) }
-        for entry in tree { insertFolders(of: entry.path, into: &holders) }
-        tree.removeAll { entry in
-            guard case .symlink = entry.kind, holders.contains(entry.path) else { return false }
-            refused.append(RefusedPath(remotePath: entry.path, reason: "it is a symbolic link, and files of the backup lie below it; "
-                + "making it would put them behind a link"))
-            return true
+
+        /// Plans the listed file at `position` (of `order`), or refuses it, or leaves it out.
+        private mutating func take(_ position: Int, entry: MarkerEntry?, hash: String?) throws(MarkerError) {
+            let file = files[order[position]]
+            if file.path == markerPath { return }
+            // A listing that names a path twice (a damaged or hostile server) keeps its first
+            // entry; two names that differ only in Unicode normalisation are two files.
+            if position > 0, files[order[position - 1]].path.utf8.elementsEqual(file.path.utf8) { return }
+            if file.foreignSpelling {
+                outline.refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it under a spelling this program "
+                    + "never writes (a lone \u{201B}, a control character, or a private-use escape that stands for no byte "
+                    + "of a name), so it is not part of a backup and no request could read it"))
+                return
+            }
+            let group = groups.group(for: file.path)
+            let name = group?.name ?? RestorePlanner.otherFilesGroup
+            if let only, !only.contains(name) { return }
+            do {
+                try target.check(file.path)
+            } catch {
+                outline.refused.append(error)
+                return
+            }
+            if file.size < 0 {
+                outline.refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it with a negative size (\(file.size))"))
+                return
+            }
+            // A hard link is made only to a file this restore places.
+            var hardLinkTo: String?
+            if case .hardLink(let first)? = entry?.kind, let at = listed(first), at < position, planned[at] {
+                hardLinkTo = first
+            }
+            planned[position] = true
+            insertFolders(of: file.path, into: &holders)
+            outline.files += 1
+            outline.bytes += file.size
+            let id = (rank[name] ?? Int64(rank.count)) << 40 | Int64(position)
+            do {
+                try sink(id, RestoreFile(
+                    remotePath: file.path, placePath: file.path, required: group?.required ?? false, group: name,
+                    sha256: hash, size: file.size, metadata: entry?.metadata, hardLinkTo: hardLinkTo))
+            } catch {
+                sinkFailure = error
+                throw .damaged("the plan could not be written down")  // replaced by the sink's error
+            }
         }
-        return ByteOrder.sorted(tree, by: \.path)
+
+        /// Where `path` is in `order` (bisection by bytes), or nil when not listed.
+        private func listed(_ path: String) -> Int? {
+            var low = 0, high = order.count
+            while low < high {
+                let middle = (low + high) / 2
+                let order = ByteOrder.compare(files[self.order[middle]].path, path)
+                if order == 0 {
+                    // The first of equal paths.
+                    var first = middle
+                    while first > 0, ByteOrder.compare(files[self.order[first - 1]].path, path) == 0 { first -= 1 }
+                    return first
+                }
+                if order < 0 { low = middle + 1 } else { high = middle }
+            }
+            return nil
+        }
     }
 }
 

@@ -31,6 +31,46 @@ final class RestoreRecordTests: XCTestCase {
         XCTAssertEqual(try record.plan(), plan())
     }
 
+    /// A plan written file by file is all or nothing: one that fails half-way (here, a
+    /// second file at one place path) leaves the earlier record exactly as it was.
+    func testAPlanThatFailsWhileItIsWrittenLeavesTheEarlierRecord() throws {
+        let record = try RestoreRecord(path: dir + "/restore.db")
+        try record.begin(plan())
+        try record.setStatus(.done, [0])
+        let other = SourceRef(identityKey: "other", markerRemoteId: nil, markerFingerprint: "g")
+        XCTAssertThrowsError(try record.record(source: other, target: "/elsewhere") { add in
+            try add(0, RestoreFile(remotePath: "x"))
+            try add(1, RestoreFile(remotePath: "y", placePath: "x"))
+            return []
+        }) { error in
+            XCTAssertTrue(String(describing: error).contains("places two files at \"x\""), "\(error)")
+        }
+        XCTAssertEqual(try record.files().map(\.file), plan().files)
+        XCTAssertEqual(try record.files().map(\.status), [.done, .pending, .pending])
+        XCTAssertEqual(try record.target(), "/t")
+    }
+
+    /// The record's order is the ids' order, whatever order the files were written in; the
+    /// groups read back in that order with their counts.
+    func testAPlanWrittenOutOfOrderReadsBackInTheOrderOfItsIds() throws {
+        let record = try RestoreRecord(path: dir + "/restore.db")
+        let source = SourceRef(identityKey: "k", markerRemoteId: nil, markerFingerprint: "f")
+        try record.record(source: source, target: "/t") { add in
+            try add(2 << 40 | 7, RestoreFile(remotePath: "z", group: "late", size: 4))
+            try add(1 << 40 | 9, RestoreFile(remotePath: "b", required: true, group: "first", size: 2))
+            try add(1 << 40 | 3, RestoreFile(remotePath: "a", required: true, group: "first", size: 1))
+            return []
+        }
+        XCTAssertEqual(try record.files().map(\.file.remotePath), ["a", "b", "z"])
+        XCTAssertEqual(try record.groups().map(\.name), ["first", "late"])
+        XCTAssertEqual(try record.groups().map(\.required), [true, false])
+        XCTAssertEqual(try record.groups().map(\.members.count), [2, 1])
+        XCTAssertEqual(try record.pendingBytes(), 7)
+        try record.setStatus(.done, [1 << 40 | 3])
+        XCTAssertEqual(try record.pendingBytes(), 6)
+        XCTAssertEqual(try record.groups().map(\.done), [1, 0])
+    }
+
     func testARecordedHashThatIsNotOneRefusesTheRecordRatherThanSkippingTheCheck() throws {
         let path = dir + "/restore.db"
         try RestoreRecord(path: path).begin(plan())
