@@ -40,12 +40,20 @@ public enum ByteOrder {
 
     /// The indices of `keys` in byte order of the keys, equal keys in index order.
     public static func sortedIndices(_ keys: [String]) -> [Int] {
-        let indices = Array(keys.indices)
-        if isSorted(keys.lazy) { return indices }
-        return indices.sorted { a, b in
-            let order = compare(keys[a], keys[b])
+        sortedIndices(count: keys.count) { keys[$0] }
+    }
+
+    /// The indices `0..<count` in byte order of `key(index)`, equal keys in index order:
+    /// sorted in place, with no array of the keys made for it (a large listing's paths are
+    /// read where they are).
+    public static func sortedIndices(count: Int, key: (Int) -> String) -> [Int] {
+        var indices = Array(0..<count)
+        if isSorted(indices.lazy.map(key)) { return indices }
+        indices.sort { a, b in
+            let order = compare(key(a), key(b))
             return order != 0 ? order < 0 : a < b
         }
+        return indices
     }
 
     private static func isSorted<S: Sequence>(_ keys: S) -> Bool where S.Element == String {

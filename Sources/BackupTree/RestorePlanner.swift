@@ -154,7 +154,7 @@ public enum RestorePlanner {
             self.markerPath = markerPath
             self.only = only
             self.sink = sink
-            order = ByteOrder.sortedIndices(files.map(\.path))
+            order = ByteOrder.sortedIndices(count: files.count) { files[$0].path }
             planned = Array(repeating: false, count: files.count)
         }
 
