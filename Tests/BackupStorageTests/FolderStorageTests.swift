@@ -367,15 +367,17 @@ final class FolderStorageTests: XCTestCase {
     }
 
     /// Issue 11, item 7: on vfat/exFAT and CIFS `noserverino` every mount gives new inode
-    /// numbers. The id is `<mtime ns>:<size>`: a file put back under a new inode with the same
-    /// bytes and mtime (`cp -p`, then renamed into place) keeps its id; a rewrite changes it.
+    /// numbers. The id is the mtime: a file put back under a new inode with the same bytes
+    /// and mtime (`cp -p`, then renamed into place) keeps its id; a rewrite changes it. It is
+    /// short enough for a String held inline (at most 15 bytes: no allocation per file).
     func testItem07RemoteIdIsModificationTimeAndSizeAndSurvivesANewInode() async throws {
         let remote = try makeRemote()
         let first = try await remote.storage.writeBytes("v.txt", Data("one".utf8))
         var before = stat()
         XCTAssertEqual(stat(remote.root + "/v.txt", &before), 0)
         let nanoseconds = Int64(before.st_mtim.tv_sec) * 1_000_000_000 + Int64(before.st_mtim.tv_nsec)
-        XCTAssertEqual(first.remoteId, "\(nanoseconds):3")
+        XCTAssertEqual(first.remoteId.map { FolderStorage.mtimeNanoseconds(ofId: $0) }, nanoseconds)
+        XCTAssertLessThanOrEqual(first.remoteId?.utf8.count ?? 99, 15)
 
         // A copy with the same mtime, renamed into place: a new inode, nothing else new.
         try Data("one".utf8).write(to: URL(fileURLWithPath: remote.root + "/copy"))
@@ -390,16 +392,40 @@ final class FolderStorageTests: XCTestCase {
 
         let second = try await remote.storage.writeBytes("v.txt", Data("two".utf8))
         XCTAssertNotEqual(first.remoteId, second.remoteId)
-        // An id of the older form (inode:mtime) with the same mtime names the same version.
-        let old = "\(before.st_ino):\(nanoseconds)"
-        XCTAssertTrue(remote.storage.isSameVersion(recorded: old, listed: listed[0]))
-        XCTAssertFalse(remote.storage.isSameVersion(recorded: old, listed: second))
+        // Ids of the older forms (inode:mtime, then mtime:size) with the same mtime (and
+        // size) name the same version.
+        for old in ["\(before.st_ino):\(nanoseconds)", "\(nanoseconds):3"] {
+            XCTAssertTrue(remote.storage.isSameVersion(recorded: old, listed: listed[0]), old)
+            XCTAssertFalse(remote.storage.isSameVersion(recorded: old, listed: second), old)
+        }
+        XCTAssertFalse(remote.storage.isSameVersion(recorded: "\(nanoseconds):4", listed: listed[0]), "another size")
         XCTAssertFalse(remote.storage.isSameVersion(recorded: second.remoteId ?? "", listed: listed[0]))
+        XCTAssertFalse(remote.storage.isSameVersion(recorded: first.remoteId ?? "", listed: second))
     }
 
-    /// Issue 11, item 7: a state written with the older ids (`inode:mtime`) does not make the
-    /// next sync upload every file again; the ids are recorded afresh in the new form.
+    /// Every mtime a file can have (before 1970 too) is spelt by one 12-byte id and read back
+    /// from it; text of any other shape is no id of the current form.
+    func testTheIdOfAnyModificationTimeReadsBack() {
+        for mtime: Int64 in [.min, -1_000_000_000, -1, 0, 1, 63, 64, 1_733_000_000_123_456_789, .max] {
+            let id = FolderStorage.remoteId(mtimeNanoseconds: mtime)
+            XCTAssertEqual(id.utf8.count, 12, id)
+            XCTAssertEqual(FolderStorage.mtimeNanoseconds(ofId: id), mtime, id)
+        }
+        XCTAssertNotEqual(FolderStorage.remoteId(mtimeNanoseconds: 1), FolderStorage.remoteId(mtimeNanoseconds: 2))
+        for text in ["", "~", "~0000000000", "~0000000000!", "x00000000000", "12:34", "~000000000000"] {
+            XCTAssertNil(FolderStorage.mtimeNanoseconds(ofId: text), text)
+        }
+    }
+
+    /// Issue 11, item 7: a state written with the older ids (`inode:mtime`, `mtime:size`)
+    /// does not make the next sync upload every file again; the ids are recorded afresh in
+    /// the new form.
     func testItem07AStateWithOlderFormIdsUploadsNothingAgain() async throws {
+        try await olderFormIdsUploadNothingAgain { status, nanoseconds in "\(status.st_ino):\(nanoseconds)" }
+        try await olderFormIdsUploadNothingAgain { status, nanoseconds in "\(nanoseconds):\(status.st_size)" }
+    }
+
+    private func olderFormIdsUploadNothingAgain(_ olderId: (stat, Int64) -> String) async throws {
         let remote = try makeRemote()
         let state = try StateStore(path: remote.scratch + "/state.db")
         let engine = SyncEngine(storage: remote.storage, state: state)
@@ -412,7 +438,7 @@ final class FolderStorageTests: XCTestCase {
             XCTAssertEqual(stat(remote.root + "/" + entry.path, &status), 0)
             let nanoseconds = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
             var old = entry
-            old.remoteId = "\(status.st_ino):\(nanoseconds)"
+            old.remoteId = olderId(status, nanoseconds)
             return old
         }
         try state.reconcile(drop: [], adopt: older)
@@ -455,7 +481,9 @@ final class FolderStorageTests: XCTestCase {
             XCTAssertEqual(placed.st_mtim.tv_nsec, metadataSourceTime.tv_nsec, "mode \(String(mode, radix: 8))")
             XCTAssertEqual(placed.st_atim.tv_sec, metadataSourceTime.tv_sec - 86_400, "the access time")
             XCTAssertEqual(placed.st_mode & 0o7777, mode, "mode \(String(mode, radix: 8))")
-            XCTAssertEqual(written.remoteId, "\(Int64(metadataSourceTime.tv_sec) * 1_000_000_000 + Int64(metadataSourceTime.tv_nsec)):\(placed.st_size)")
+            XCTAssertEqual(
+                written.remoteId.flatMap(FolderStorage.mtimeNanoseconds(ofId:)),
+                Int64(metadataSourceTime.tv_sec) * 1_000_000_000 + Int64(metadataSourceTime.tv_nsec))
             let listed = try await remote.storage.list().first { $0.path == name }
             XCTAssertEqual(listed?.remoteId, written.remoteId, "the id was not taken after the times were set")
         }
