@@ -108,7 +108,7 @@ extension BackupApp {
                 try state.updateFingerprints(scan.newFingerprints, removing: scan.removedFingerprints)
             }
             // Written: not held for the rest of the run (a first scan's are every file's).
-            scan.newFingerprints = [:]
+            scan.newFingerprints = []
             scan.removedFingerprints = []
 
             // What stays on the remote though the source lacks it is decided by the engine

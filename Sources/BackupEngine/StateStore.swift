@@ -51,6 +51,17 @@ public struct StateEntry: Sendable, Equatable {
     }
 }
 
+/// A path's new fingerprint, to record.
+public struct FingerprintUpdate: Sendable, Equatable {
+    public var path: String
+    public var fingerprint: Fingerprint
+
+    public init(path: String, fingerprint: Fingerprint) {
+        self.path = path
+        self.fingerprint = fingerprint
+    }
+}
+
 /// What a local file looked like when it was hashed: while size, modification time and inode
 /// are unchanged, the file is not read again.
 public struct Fingerprint: Sendable, Equatable {
@@ -360,11 +371,18 @@ public final class StateStore: Sendable {
 
     /// Stores new fingerprints and forgets those of files that are gone, in one transaction.
     public func updateFingerprints(_ updates: [String: Fingerprint], removing removed: [String] = []) throws {
+        try updateFingerprints(updates.map { FingerprintUpdate(path: $0.key, fingerprint: $0.value) }, removing: removed)
+    }
+
+    /// Records `updates` (a path named twice: the last counts) and forgets `removed`, in one
+    /// transaction.
+    public func updateFingerprints(_ updates: [FingerprintUpdate], removing removed: [String] = []) throws {
         guard !updates.isEmpty || !removed.isEmpty else { return }
         try withDB { db in
             try db.transaction {
                 for path in removed { try db.run("DELETE FROM fingerprints WHERE path = ?1", [.text(path)]) }
-                for (path, print) in updates {
+                for update in updates {
+                    let (path, print) = (update.path, update.fingerprint)
                     try db.run(
                         "INSERT OR REPLACE INTO fingerprints (path, size, mtime_ns, inode, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
                         [.text(path), .int(print.size), .int(print.mtimeNanoseconds), .int(Int64(bitPattern: print.inode)), .text(print.hash)])

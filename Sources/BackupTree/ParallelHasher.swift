@@ -30,7 +30,10 @@ enum HashOutcome: Sendable, Equatable {
     /// hash then describes bytes that may never have been on disk together, so it must be
     /// read again next time); `changedWhileReading` is set too when the size read differs
     /// from the walk's.
-    case hashed(digest: SHA256Digest, bytesRead: Int64, fingerprint: Fingerprint?, changedWhileReading: Bool)
+    ///
+    /// The fingerprint is told by its mtime and inode only (its size and SHA-256 are the read
+    /// ones): one outcome per file of a first scan waits here, 64 bytes each rather than 104.
+    case hashed(digest: SHA256Digest, bytesRead: Int64, stamp: FileStamp?, changedWhileReading: Bool)
     /// It exists but could not be opened or read (errno).
     case unreadable(Int32)
     /// Another file than the walk saw is at its path now (another inode): a save that
@@ -38,6 +41,17 @@ enum HashOutcome: Sendable, Equatable {
     case replaced
     /// Gone since the walk, or no longer a regular file (replaced by a link, a folder...).
     case vanished(String)
+}
+
+/// The modification time and inode a file had while it was read whole.
+struct FileStamp: Sendable, Equatable {
+    var mtimeNanoseconds: Int64
+    var inode: UInt64
+
+    /// The fingerprint of the file read with `digest` and `size` while it had this stamp.
+    func fingerprint(size: Int64, digest: SHA256Digest) -> Fingerprint {
+        Fingerprint(size: size, mtimeNanoseconds: mtimeNanoseconds, inode: inode, digest: digest)
+    }
 }
 
 /// Hashes files on several threads; results come back in the order of the jobs.
@@ -173,10 +187,8 @@ private struct HashWorker: ~Copyable {
             && mtimeNanoseconds(after) == mtimeNanoseconds(before)
         // Only a change during the read itself means the hash may be torn; a file that was
         // stable while read describes itself exactly, even if it changed since the walk.
-        let fingerprint = stable
-            ? Fingerprint(size: total, mtimeNanoseconds: mtimeNanoseconds(after), inode: UInt64(after.st_ino), digest: digest)
-            : nil
-        return .hashed(digest: digest, bytesRead: total, fingerprint: fingerprint, changedWhileReading: !stable || total != job.size)
+        let stamp = stable ? FileStamp(mtimeNanoseconds: mtimeNanoseconds(after), inode: UInt64(after.st_ino)) : nil
+        return .hashed(digest: digest, bytesRead: total, stamp: stamp, changedWhileReading: !stable || total != job.size)
     }
 }
 

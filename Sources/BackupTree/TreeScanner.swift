@@ -124,9 +124,11 @@ public struct ScanResult: Sendable {
     public var entries: [SyncEntry]
     /// The source folder as an absolute path without a "/" at its end ("" for "/").
     public var localRoot: String
-    /// The fingerprints that differ from the cache the scan was given (read this time): what
-    /// to write back with `StateStore.updateFingerprints` (empty after a no-op scan).
-    public var newFingerprints: [String: Fingerprint]
+    /// The fingerprints that differ from the cache the scan was given (read this time), each
+    /// path once, in hashing order: what to write back with `StateStore.updateFingerprints`
+    /// (empty after a no-op scan). A list, not a dictionary: a first scan's are every file's,
+    /// and a dictionary of a million of them took 189 MB.
+    public var newFingerprints: [FingerprintUpdate]
     /// Cache paths that no longer stand for a hash-compared file here (deleted, excluded,
     /// size-compared now), sorted. Paths below an unreadable folder, and unreadable files,
     /// are kept: nothing is known about them.
@@ -166,7 +168,7 @@ public struct ScanResult: Sendable {
     public func fingerprints(updating cache: [String: Fingerprint]) -> [String: Fingerprint] {
         var fingerprints = cache
         for path in removedFingerprints { fingerprints[path] = nil }
-        fingerprints.merge(newFingerprints) { _, new in new }
+        for update in newFingerprints { fingerprints[update.path] = update.fingerprint }
         return fingerprints
     }
 

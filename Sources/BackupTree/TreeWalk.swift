@@ -449,7 +449,7 @@ struct ScanAssembly {
     var jobs: [HashJob] = []
     /// The entry index of each job.
     var jobEntries: [Int] = []
-    var newFingerprints: [String: Fingerprint] = [:]
+    var newFingerprints: [FingerprintUpdate] = []
     /// How many cache paths the walk came across (found, or kept below an unreadable folder).
     /// When it is all of them, no file was deleted and the search for removed paths is skipped.
     var cachePathsSeen = 0
@@ -553,20 +553,20 @@ struct ScanAssembly {
 
     /// Hashes every queued file and fills in its entry.
     mutating func hashChangedFiles(below rootFD: Int32, threads: Int, fileSystem: ScanFileSystem) {
-        newFingerprints.reserveCapacity(jobs.count)
         var vanished: Set<Int> = []
         ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD).hash(jobs) { jobIndex, outcome in
             let job = jobs[jobIndex]
             let entryIndex = jobEntries[jobIndex]
             switch outcome {
-            case .hashed(let digest, let bytesRead, let fingerprint, let changed):
+            case .hashed(let digest, let bytesRead, let stamp, let changed):
+                let fingerprint = stamp?.fingerprint(size: bytesRead, digest: digest)
                 hashedFiles += 1
                 hashedBytes += bytesRead
                 entries[entryIndex].digest = digest
                 entries[entryIndex].size = bytesRead
                 let cached = cache.isEmpty ? nil : cache[job.path]
                 if let fingerprint {
-                    if cached != fingerprint { newFingerprints[job.path] = fingerprint }
+                    if cached != fingerprint { newFingerprints.append(FingerprintUpdate(path: job.path, fingerprint: fingerprint)) }
                 } else if cached != nil {
                     forgotten.append(job.path)
                 }

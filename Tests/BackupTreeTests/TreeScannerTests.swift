@@ -94,6 +94,12 @@ final class TreeScannerTests: XCTestCase {
 
     // MARK: Files, hashes, order
 
+    /// A first scan holds one hashing outcome per file until the last is in: they stay small
+    /// (a fingerprint's size and hash are not stored twice).
+    func testAHashingOutcomeTakesAtMost64Bytes() {
+        XCTAssertLessThanOrEqual(MemoryLayout<HashOutcome>.stride, 64)
+    }
+
     func testRegularFilesAreListedWithSizesAndSHA256OfTheirContent() throws {
         let a = try put("a.txt", "alpha")
         let b = try put("docs/deep/b.md", "bravo bravo")
@@ -112,7 +118,7 @@ final class TreeScannerTests: XCTestCase {
         XCTAssertEqual(result.hashedFiles, 4)
         XCTAssertEqual(result.hashedBytes, result.bytes)
         XCTAssertEqual(Set(result.fingerprints(updating: [:]).keys), Set(expected.map(\.0)))
-        XCTAssertEqual(result.newFingerprints, result.fingerprints(updating: [:]))
+        XCTAssertEqual(result.newPrints, result.fingerprints(updating: [:]))
         XCTAssertEqual(result.fingerprints(updating: [:])["a.txt"]?.hash, SHA256Hasher.hex(a))
         XCTAssertEqual(result.fingerprints(updating: [:])["a.txt"]?.size, Int64(a.count))
         XCTAssertTrue(result.notes.isEmpty, "\(result.notes)")
@@ -470,7 +476,7 @@ final class TreeScannerTests: XCTestCase {
         XCTAssertEqual(Set(result.notes.map(\.path)), ["private.txt", "new-private.txt"])
         XCTAssertTrue(result.notes.allSatisfy { $0.message.contains("never deletes a remote copy") })
         XCTAssertEqual(result.removedFingerprints, [], "the unreadable file's fingerprint is kept")
-        XCTAssertNil(result.newFingerprints["private.txt"])
+        XCTAssertNil(result.newPrints["private.txt"])
         XCTAssertFalse(result.isEmpty)
     }
 
@@ -546,7 +552,7 @@ final class TreeScannerTests: XCTestCase {
         XCTAssertEqual(second.hashedBytes, 0)
         XCTAssertEqual(withoutMetadata(second.entries), withoutMetadata(first.entries))
         XCTAssertEqual(second.fingerprints(updating: first.fingerprints(updating: [:])), first.fingerprints(updating: [:]))
-        XCTAssertEqual(second.newFingerprints, [:])
+        XCTAssertEqual(second.newFingerprints, [])
         XCTAssertEqual(second.removedFingerprints, [])
 
         // A deliberately wrong cached hash with an unchanged stat is taken as is: proof that
@@ -565,9 +571,9 @@ final class TreeScannerTests: XCTestCase {
         setMtime(root + "/b", seconds: 1_234_567, nanoseconds: 89)
         let second = try scan(cache: first.fingerprints(updating: [:]))
         XCTAssertEqual(second.hashedFiles, 1)
-        XCTAssertEqual(Array(second.newFingerprints.keys), ["b"])
-        XCTAssertEqual(second.newFingerprints["b"]?.mtimeNanoseconds, 1_234_567_000_000_089)
-        XCTAssertEqual(second.newFingerprints["b"]?.hash, SHA256Hasher.hex(Data("content of b".utf8)))
+        XCTAssertEqual(second.newFingerprints.map(\.path), ["b"])
+        XCTAssertEqual(second.newPrints["b"]?.mtimeNanoseconds, 1_234_567_000_000_089)
+        XCTAssertEqual(second.newPrints["b"]?.hash, SHA256Hasher.hex(Data("content of b".utf8)))
         XCTAssertEqual(withoutMetadata(second.entries), withoutMetadata(first.entries))
     }
 
@@ -651,4 +657,11 @@ final class TreeScannerTests: XCTestCase {
 private final class OpenLog: Sendable {
     let folders = Mutex<[String]>([])
     let files = Mutex<[String]>([])
+}
+
+extension ScanResult {
+    /// The new fingerprints by path.
+    fileprivate var newPrints: [String: Fingerprint] {
+        Dictionary(newFingerprints.map { ($0.path, $0.fingerprint) }, uniquingKeysWith: { _, last in last })
+    }
 }
