@@ -553,6 +553,9 @@ struct ScanAssembly {
 
     /// Hashes every queued file and fills in its entry.
     mutating func hashChangedFiles(below rootFD: Int32, threads: Int, fileSystem: ScanFileSystem) {
+        // At most one per file read: sized once (grown by doubling, a first scan's list would
+        // hold its old and new buffers at once).
+        newFingerprints.reserveCapacity(jobs.count)
         var vanished: Set<Int> = []
         ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD).hash(jobs) { jobIndex, outcome in
             let job = jobs[jobIndex]
