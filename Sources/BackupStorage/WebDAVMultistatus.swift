@@ -171,7 +171,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
             case .status: statusOK = value.contains(" 200")
             case .principalHref: found.principal = value
             case .field(.contentLength): foundSize = Int64(value)
-            case .field(.etag): foundETag = value.isEmpty ? nil : value
+            case .field(.etag): foundETag = WebDAVStorage.versionId(etag: value)
             case .field(.fileId): foundFileId = value.isEmpty ? nil : value
             case .field(.quotaAvailable): found.quotaAvailable = Int64(value)
             case .field(.quotaUsed): found.quotaUsed = Int64(value)

@@ -298,7 +298,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             return landed
         }
 
-        let putId = put.header("oc-fileid") ?? put.header("etag")
+        let putId = put.header("oc-fileid") ?? put.header("etag").flatMap(Self.versionId(etag:))
         if etagSurvivesMove.withLock({ $0 }) == true, let putId {
             return RemoteFile(path: path, size: body.length, remoteId: putId)
         }
@@ -756,5 +756,24 @@ func downloadChecked(
     guard fstat(fd, &info) == 0 else { throw localFileError(errno: errno, operation: "write", path: localCopyName(path)) }
     if Int64(info.st_size) != expectedSize {
         throw DownloadSizeMismatch(path: path, expected: expectedSize, received: Int64(info.st_size), longer: Int64(info.st_size) > expectedSize)
+    }
+}
+
+extension WebDAVStorage {
+    /// The version id an ETag gives: its opaque tag, with a weak one's `W/` taken off. Apache
+    /// calls the ETag of a file changed in the last second weak (`W/"2-61a…"`) and the same tag
+    /// strong (`"2-61a…"`) once that second is past: one version, which a comparison of the
+    /// whole text took for two, so a sync uploaded every file written in the second before it
+    /// listed again (RFC 9110 §8.8.3.2: the weak comparison, which is the one for "same bytes
+    /// on the server", compares the opaque tags). nil for an empty ETag.
+    static func versionId(etag: String) -> String? {
+        let tag = etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
+        return tag.isEmpty ? nil : tag
+    }
+
+    /// An id an earlier version recorded with its `W/` names the version whose tag it carries.
+    public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool {
+        guard recorded.hasPrefix("W/"), let id = listed.remoteId else { return false }
+        return Self.versionId(etag: recorded) == id
     }
 }

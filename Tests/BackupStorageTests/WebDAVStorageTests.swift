@@ -233,6 +233,33 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(storage.takeListingNotes(), [], "notes are handed over once")
     }
 
+    /// Apache lists a file changed in the last second with a weak ETag (`W/"…"`) and the same
+    /// tag strong a second later: one version. The id is the tag without `W/`, so the next
+    /// sync finds the file unchanged instead of uploading it again; an id an earlier version
+    /// recorded with its `W/` names the same version too, and another tag never does.
+    func testAWeakETagAndTheStrongOneOfTheSameTagAreOneVersion() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let f = "/" + remote.folder
+        func listing(_ etag: String) -> String {
+            "<?xml version=\"1.0\"?><d:multistatus xmlns:d=\"DAV:\"><d:response><d:href>\(f)/</d:href><d:propstat><d:prop>"
+                + "<d:resourcetype><d:collection/></d:resourcetype></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>"
+                + "<d:response><d:href>\(f)/a.txt</d:href><d:propstat><d:prop><d:getcontentlength>3</d:getcontentlength>"
+                + "<d:getetag>\(etag)</d:getetag></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>"
+        }
+        let storage = remote.storage(through: proxy)
+        proxy.add("PROPFIND", .status(207, headers: ["Content-Type": "application/xml"], body: listing("W/\"3-61a\"")))
+        let weak = try await storage.list()
+        proxy.add("PROPFIND", .status(207, headers: ["Content-Type": "application/xml"], body: listing("\"3-61a\"")))
+        let strong = try await storage.list()
+        XCTAssertEqual(weak.map(\.remoteId), ["\"3-61a\""])
+        XCTAssertEqual(weak.map(\.remoteId), strong.map(\.remoteId))
+        let listed = try XCTUnwrap(strong.first)
+        XCTAssertTrue(storage.isSameVersion(recorded: "W/\"3-61a\"", listed: listed))
+        XCTAssertFalse(storage.isSameVersion(recorded: "W/\"3-61b\"", listed: listed))
+        XCTAssertFalse(storage.isSameVersion(recorded: "\"3-61b\"", listed: listed))
+    }
+
     func testADTDInAListingIsRefusedAndItsEntitiesAreNeverExpanded() async throws {
         let remote = try makeRemote()
         let proxy = try FaultProxy(upstreamPort: remote.server.port)
