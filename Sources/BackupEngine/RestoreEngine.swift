@@ -61,15 +61,8 @@ public final class RestoreEngine: Sendable {
     ) async throws -> RestoreOutcome {
         var toRecord: RestorePlan? = plan
         return try await serial.withLock {
-            if let plan = toRecord.take() {
-                try record.begin(plan)
-                #if canImport(Glibc)
-                // The plan, and what it was made of, is freed by now: handed back to the system
-                // before the run's own memory grows, rather than kept beside it.
-                malloc_trim(0)
-                #endif
-            }
-            return try await run(placement: placement, onProgress: onProgress)
+            if let plan = toRecord.take() { try record.begin(plan) }
+            return try await runFromStart(placement: placement, onProgress: onProgress)
         }
     }
 
@@ -78,14 +71,16 @@ public final class RestoreEngine: Sendable {
     public func startRecorded(
         placement: any RestorePlacement = KeepWhereLanded(), onProgress: @escaping RestoreProgressHandler = { _ in }
     ) async throws -> RestoreOutcome {
-        try await serial.withLock {
-            #if canImport(Glibc)
-            // What planning used is freed by now: handed back to the system before the run's
-            // own memory grows, rather than kept beside it.
-            malloc_trim(0)
-            #endif
-            return try await run(placement: placement, onProgress: onProgress)
-        }
+        try await serial.withLock { try await runFromStart(placement: placement, onProgress: onProgress) }
+    }
+
+    /// The run of a plan just recorded. The plan, and what it was made of, is freed by now:
+    /// handed back to the system before the run's own memory grows, rather than kept beside it.
+    private func runFromStart(placement: any RestorePlacement, onProgress: @escaping RestoreProgressHandler) async throws -> RestoreOutcome {
+        #if canImport(Glibc)
+        malloc_trim(0)
+        #endif
+        return try await run(placement: placement, onProgress: onProgress)
     }
 
     /// Rule 7: revalidates the recorded plan's source with a probe, then continues from the

@@ -224,10 +224,6 @@ public final class RestoreRecord: Sendable {
 
     /// Calls `body` with each file of `group`, in plan order.
     public func forEachFile(of group: Group, _ body: (RecordedFile) throws -> Void) throws {
-        try withoutActuallyEscaping(body) { body in try forEachFile(of: group, escaping: body) }
-    }
-
-    private func forEachFile(of group: Group, escaping body: @escaping (RecordedFile) throws -> Void) throws {
         guard let first = group.members.first, let last = group.members.last else { return }
         // The rows between its first and last file: for a plan made by the planner, exactly
         // its files (a group's files are contiguous); others in between are skipped.
@@ -268,10 +264,6 @@ public final class RestoreRecord: Sendable {
     }
 
     private func forEachFile(where condition: String, _ values: [SQLValue], _ body: (RecordedFile) throws -> Void) throws {
-        try withoutActuallyEscaping(body) { body in try forEachFile(where: condition, values, escaping: body) }
-    }
-
-    private func forEachFile(where condition: String, _ values: [SQLValue], escaping body: @escaping (RecordedFile) throws -> Void) throws {
         try withDB { db in
             // Texts that repeat from file to file (group and owner names) are held once.
             var names: [String: String] = [:]

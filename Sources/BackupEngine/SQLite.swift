@@ -144,8 +144,14 @@ final class SQLiteConnection {
         if rc != SQLITE_OK { throw fail(rc) }
     }
 
-    /// Runs `sql` with `bindings`, calling `row` for every result row.
-    func run(_ sql: String, _ bindings: [SQLValue] = [], row: ((Row) throws -> Void)? = nil) throws {
+    /// Runs `sql` with `bindings`, ignoring any result rows.
+    func run(_ sql: String, _ bindings: [SQLValue] = []) throws {
+        try run(sql, bindings) { _ in }
+    }
+
+    /// Runs `sql` with `bindings`, calling `row` for every result row (before it returns: the
+    /// closure does not escape, so a caller may hand on its own non-escaping one).
+    func run(_ sql: String, _ bindings: [SQLValue] = [], row: (Row) throws -> Void) throws {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -169,7 +175,7 @@ final class SQLiteConnection {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { return }
             if rc != SQLITE_ROW { throw fail(rc) }
-            try row?(Row(statement: statement))
+            try row(Row(statement: statement))
         }
     }
 

@@ -179,10 +179,7 @@ public final class StateStore: Sendable {
     /// is never held. `body` must not use this store (its connection is busy meanwhile).
     public func forEachSortedEntry(_ body: (StateEntry) throws -> Void) throws {
         try withDB { db in
-            // `run` takes an optional (so escaping) closure but calls it only before it returns.
-            try withoutActuallyEscaping(body) { body in
-                try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in try body(Self.entry(row)) }
-            }
+            try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in try body(Self.entry(row)) }
         }
     }
 
