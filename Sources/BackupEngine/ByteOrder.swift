@@ -26,6 +26,16 @@ public enum ByteOrder {
         return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
     }
 
+    /// <0, 0 or >0 as the bytes `a` sort before, with, or after `b`.
+    public static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = min(a.count, b.count)
+        if common > 0, let p = a.baseAddress, let q = b.baseAddress {
+            let result = memcmp(p, q, common)
+            if result != 0 { return Int(result) }
+        }
+        return a.count - b.count
+    }
+
     /// `items` sorted by the bytes of `key`; a sorted input is returned as it is.
     public static func sorted<T>(_ items: [T], by key: (T) -> String) -> [T] {
         if isSorted(items.lazy.map(key)) { return items }

@@ -76,6 +76,13 @@ public struct FingerprintCache: Sendable, Equatable, ExpressibleByDictionaryLite
         for index in prints.indices { try body(path(at: index), prints[index]) }
     }
 
+    /// Every path's bytes (no String made) with its fingerprint, in byte order.
+    public func forEachBytes(_ body: (UnsafeBufferPointer<UInt8>, Fingerprint) throws -> Void) rethrows {
+        try bytes.withUnsafeBufferPointer { all in
+            for index in prints.indices { try body(span(index, in: all), prints[index]) }
+        }
+    }
+
     /// The paths that start with `prefix`, with their fingerprints, in byte order (found by
     /// bisection: the paths below one folder are a run of the sorted cache).
     public func forEach(withPrefix prefix: String, _ body: (String, Fingerprint) throws -> Void) rethrows {

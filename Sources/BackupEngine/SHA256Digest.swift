@@ -55,6 +55,13 @@ public struct SHA256Digest: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// 32 zero bytes: a placeholder where a flag says no digest is held.
+    static let zero = SHA256Digest(words: (0, 0, 0, 0))
+
+    private init(words: (UInt64, UInt64, UInt64, UInt64)) {
+        self.words = words
+    }
+
     private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
     public var description: String { hex }

@@ -62,6 +62,55 @@ public struct FingerprintUpdate: Sendable, Equatable {
     }
 }
 
+/// Fingerprints of a scan's entries, each naming its entry by position: a first scan has one
+/// per file, and a path String each would cost what the entries' packed paths saved.
+public struct FingerprintUpdates: RandomAccessCollection, Sendable, Equatable, ExpressibleByArrayLiteral {
+    public struct Item: Sendable, Equatable {
+        public var entry: Int
+        public var fingerprint: Fingerprint
+
+        public init(entry: Int, fingerprint: Fingerprint) {
+            self.entry = entry
+            self.fingerprint = fingerprint
+        }
+    }
+
+    /// Where the paths are read.
+    private let entries: SyncEntryList
+    private let items: [Item]
+
+    public init(entries: SyncEntryList, items: [Item]) {
+        self.entries = entries
+        self.items = items
+    }
+
+    /// Updates of paths given as text (tests, and callers without entries).
+    public init(_ updates: some Sequence<FingerprintUpdate>) {
+        var entries = SyncEntryList()
+        var items: [Item] = []
+        for update in updates {
+            items.append(Item(entry: entries.count, fingerprint: update.fingerprint))
+            entries.append(SyncEntry(path: update.path, size: update.fingerprint.size, digest: nil, source: .absent))
+        }
+        self.init(entries: entries, items: items)
+    }
+
+    public init(arrayLiteral updates: FingerprintUpdate...) {
+        self.init(updates)
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { items.count }
+
+    public subscript(position: Int) -> FingerprintUpdate {
+        FingerprintUpdate(path: entries.path(at: items[position].entry), fingerprint: items[position].fingerprint)
+    }
+
+    public static func == (a: FingerprintUpdates, b: FingerprintUpdates) -> Bool {
+        a.elementsEqual(b)
+    }
+}
+
 /// What a local file looked like when it was hashed: while size, modification time and inode
 /// are unchanged, the file is not read again.
 public struct Fingerprint: Sendable, Equatable {
@@ -373,7 +422,7 @@ public final class StateStore: Sendable {
 
     /// Records `updates` (a path named twice: the last counts) and forgets `removed`, in one
     /// transaction.
-    public func updateFingerprints(_ updates: [FingerprintUpdate], removing removed: [String] = []) throws {
+    public func updateFingerprints(_ updates: some Collection<FingerprintUpdate>, removing removed: [String] = []) throws {
         guard !updates.isEmpty || !removed.isEmpty else { return }
         try withDB { db in
             try db.transaction {

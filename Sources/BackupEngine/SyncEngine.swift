@@ -134,7 +134,7 @@ public final class SyncEngine: Sendable {
 
         // Rule 7 with `transfers` uploads in flight: size-compared ones all finish before
         // the first hash-compared one starts; within each, uploads start in snapshot order.
-        let sizePhase = uploads.prefix { snapshot.entries[$0].digest == nil }
+        let sizePhase = uploads.prefix { snapshot.entries.digest(at: $0) == nil }
         for phase in [sizePhase, uploads.dropFirst(sizePhase.count)] where !phase.isEmpty {
             if let stop = try await uploadPhase(
                 phase, of: snapshot, report: &report, done: &done, total: total, onProgress: onProgress)
@@ -342,7 +342,8 @@ public final class SyncEngine: Sendable {
 
         // Rule 7: size-compared first, each kind in snapshot order.
         uploadIndices.sort()
-        let uploads = uploadIndices.filter { snapshot.entries[$0].digest == nil } + uploadIndices.filter { snapshot.entries[$0].digest != nil }
+        let uploads = uploadIndices.filter { snapshot.entries.digest(at: $0) == nil }
+            + uploadIndices.filter { snapshot.entries.digest(at: $0) != nil }
 
         var refusal: UnavailableReason?
         // Beyond the contract, the remote-missing guard: a remote this profile completed a sync
@@ -391,9 +392,9 @@ public final class SyncEngine: Sendable {
         let snapshot: SyncSnapshot
         /// The listing without the marker, sorted.
         let remote: [RemoteFile]
-        /// The snapshot's paths (compared without copying their entries), and their indices in
-        /// path order.
-        let paths: [String]
+        /// The snapshot's entries (their paths compared where they are held), and their
+        /// indices in path order.
+        let entries: SyncEntryList
         let local: [Int]
         let markerPath: String
         let storage: any RemoteStorage
@@ -414,8 +415,8 @@ public final class SyncEngine: Sendable {
         init(snapshot: SyncSnapshot, remote: [RemoteFile], markerPath: String, storage: any RemoteStorage) {
             self.snapshot = snapshot
             self.remote = remote
-            paths = snapshot.entries.map(\.path)
-            local = ByteOrder.sortedIndices(paths)
+            entries = snapshot.entries
+            local = entries.sortedByPath()
             self.markerPath = markerPath
             self.storage = storage
         }
@@ -470,7 +471,7 @@ public final class SyncEngine: Sendable {
         /// The next known entry (a remote file, with what the state knows of it), in path order.
         private mutating func known(_ current: StateEntry) {
             while let index = nextLocal() {
-                let order = ByteOrder.compare(paths[index], current.path)
+                let order = entries.comparePath(at: index, with: current.path)
                 if order > 0 { break }
                 i += 1
                 compare(index, with: order == 0 ? current : nil)
@@ -483,8 +484,7 @@ public final class SyncEngine: Sendable {
         /// engine's, and a repeated path counts once (the first wins).
         private mutating func nextLocal() -> Int? {
             while i < local.count {
-                let path = paths[local[i]]
-                if path == markerPath || (i > 0 && ByteOrder.compare(paths[local[i - 1]], path) == 0) {
+                if entries.pathEquals(local[i], markerPath) || (i > 0 && entries.comparePaths(local[i - 1], local[i]) == 0) {
                     i += 1
                     continue
                 }
@@ -495,15 +495,16 @@ public final class SyncEngine: Sendable {
 
         /// Rule 5 for one snapshot entry and the known entry of its path, if any.
         private mutating func compare(_ index: Int, with match: StateEntry?) {
-            let entry = snapshot.entries[index]
+            // Its fields without its path: a String is made only for an entry that needs one.
+            let entry = entries.pathless(at: index)
             if case .absent = entry.source { return }
             // Size-compared: the size, and the mtime recorded at upload where one is recorded.
             let changed = entry.digest.map { match?.digest != $0 } ?? (match == nil || match?.size != entry.size
                 || (entry.mtimeNanoseconds != nil && match?.mtimeNanoseconds != nil && match?.mtimeNanoseconds != entry.mtimeNanoseconds))
             if changed { uploadIndices.append(index) } else { unchanged += 1 }
-            if !changed, let metadata = entry.metadata, match?.metadata != metadata { metadataChanges.append(entry) }
+            if !changed, let metadata = entry.metadata, match?.metadata != metadata { metadataChanges.append(entries[index]) }
             if !changed, entry.digest == nil, let mtime = entry.mtimeNanoseconds, match?.mtimeNanoseconds == nil {
-                recordTimes.append((entry.path, mtime))
+                recordTimes.append((entries.path(at: index), mtime))
             }
         }
     }

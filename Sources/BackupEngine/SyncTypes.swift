@@ -26,27 +26,48 @@ public enum SyncSource: Sendable, Equatable {
 public struct SyncEntry: Sendable, Equatable {
     /// The relative path the file has on the remote.
     public var path: String
-    /// The local size in bytes.
-    public var size: Int64
-    /// The SHA-256 of a hash-compared entry; nil for a size-compared one.
-    public var digest: SHA256Digest?
-    private var mtimeValue: Int64 = 0
-    private var metaMtime: Int64 = 0
-    private var rare: Rare?
-    private var metaMode: UInt32 = 0
-    private var metaUid: UInt32 = 0
-    private var metaGid: UInt32 = 0
-    private var bits: Bits = []
+    /// Everything but the path: what `SyncEntryList` holds per entry beside the path's bytes.
+    var body: Body
 
-    private struct Bits: OptionSet, Sendable {
+    /// The local size in bytes.
+    public var size: Int64 {
+        get { body.size }
+        set { body.size = newValue }
+    }
+
+    /// The SHA-256 of a hash-compared entry; nil for a size-compared one.
+    public var digest: SHA256Digest? {
+        get { body.bits.contains(.hasDigest) ? body.digestValue : nil }
+        set {
+            body.digestValue = newValue ?? SHA256Digest.zero
+            if newValue == nil { body.bits.remove(.hasDigest) } else { body.bits.insert(.hasDigest) }
+        }
+    }
+
+    /// An entry's fields in plain words (80 bytes): the digest without an Optional's tag byte,
+    /// which flags in `bits` stand for.
+    struct Body: Sendable {
+        var size: Int64 = 0
+        var digestValue = SHA256Digest.zero
+        var mtimeValue: Int64 = 0
+        var metaMtime: Int64 = 0
+        var rare: Rare?
+        var metaMode: UInt32 = 0
+        var metaUid: UInt32 = 0
+        var metaGid: UInt32 = 0
+        var bits: Bits = []
+    }
+
+    struct Bits: OptionSet, Sendable {
         let rawValue: UInt8
         static let hasMtime = Bits(rawValue: 1)
         static let hasMetadata = Bits(rawValue: 2)
         static let absent = Bits(rawValue: 4)
+        static let hasDigest = Bits(rawValue: 8)
     }
 
     /// The fields that are usually empty, immutable and shared by copies (a new box on change).
-    private final class Rare: Sendable {
+    final class Rare: Sendable {
         /// `.file` or `.bytes`; nil for `.underRoot` and `.absent`.
         let source: SyncSource?
         /// A kind other than `.file`.
@@ -64,6 +85,16 @@ public struct SyncEntry: Sendable, Equatable {
         static func make(source: SyncSource?, kind: EntryKind?, user: String?, group: String?) -> Rare? {
             source == nil && kind == nil && user == nil && group == nil ? nil : Rare(source: source, kind: kind, user: user, group: group)
         }
+    }
+
+    private var rare: Rare? {
+        get { body.rare }
+        set { body.rare = newValue }
+    }
+
+    private var bits: Bits {
+        get { body.bits }
+        set { body.bits = newValue }
     }
 
     public var source: SyncSource {
@@ -86,9 +117,9 @@ public struct SyncEntry: Sendable, Equatable {
     /// The local modification time (ns) of a size-compared entry: it uploads when this
     /// differs from the one the state recorded at upload (nil: compared by size alone).
     public var mtimeNanoseconds: Int64? {
-        get { bits.contains(.hasMtime) ? mtimeValue : nil }
+        get { bits.contains(.hasMtime) ? body.mtimeValue : nil }
         set {
-            mtimeValue = newValue ?? 0
+            body.mtimeValue = newValue ?? 0
             if newValue == nil { bits.remove(.hasMtime) } else { bits.insert(.hasMtime) }
         }
     }
@@ -105,13 +136,14 @@ public struct SyncEntry: Sendable, Equatable {
         get {
             guard bits.contains(.hasMetadata) else { return nil }
             return EntryMetadata(
-                mode: metaMode, mtimeNanoseconds: metaMtime, uid: metaUid, gid: metaGid, user: rare?.user, group: rare?.group)
+                mode: body.metaMode, mtimeNanoseconds: body.metaMtime, uid: body.metaUid, gid: body.metaGid,
+                user: rare?.user, group: rare?.group)
         }
         set {
-            metaMode = newValue?.mode ?? 0
-            metaMtime = newValue?.mtimeNanoseconds ?? 0
-            metaUid = newValue?.uid ?? 0
-            metaGid = newValue?.gid ?? 0
+            body.metaMode = newValue?.mode ?? 0
+            body.metaMtime = newValue?.mtimeNanoseconds ?? 0
+            body.metaUid = newValue?.uid ?? 0
+            body.metaGid = newValue?.gid ?? 0
             if newValue == nil { bits.remove(.hasMetadata) } else { bits.insert(.hasMetadata) }
             if rare?.user != newValue?.user || rare?.group != newValue?.group {
                 rare = Rare.make(source: rare?.source, kind: rare?.kind, user: newValue?.user, group: newValue?.group)
@@ -133,12 +165,18 @@ public struct SyncEntry: Sendable, Equatable {
         kind: EntryKind = .file, metadata: EntryMetadata? = nil
     ) {
         self.path = path
+        body = Body()
         self.size = size
         self.digest = digest
         self.source = source
         self.mtimeNanoseconds = mtimeNanoseconds
         self.kind = kind
         self.metadata = metadata
+    }
+
+    init(path: String, body: Body) {
+        self.path = path
+        self.body = body
     }
 
     public static func == (a: SyncEntry, b: SyncEntry) -> Bool {
@@ -185,7 +223,7 @@ public struct SyncEntry: Sendable, Equatable {
 /// The local side of one sync run.
 public struct SyncSnapshot: Sendable {
     /// Every file, in the order hash-compared uploads should happen.
-    public var entries: [SyncEntry]
+    public var entries: SyncEntryList
     /// Makes the marker's bytes, uploaded last (rule 7) to `SyncEngine.markerPath`, from
     /// what the remote holds at that point: the state's entries (the marker excluded, in path
     /// order, read one at a time), each
@@ -221,7 +259,7 @@ public struct SyncSnapshot: Sendable {
     public var localRoot: String = ""
 
     public init(
-        entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,
+        entries: SyncEntryList, marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,
         keep: @escaping @Sendable (String) -> Bool = { _ in false }, allowMissingRemote: Bool = false,
         writer: WriterCheck? = nil
     ) {
@@ -230,8 +268,19 @@ public struct SyncSnapshot: Sendable {
             allowMissingRemote: allowMissingRemote, writer: writer)
     }
 
+    /// A snapshot of `entries` given as an array (packed here).
     public init(
-        entries: [SyncEntry], makeMarker: @escaping @Sendable (_ held: HeldEntries) throws -> Data, isEmpty: Bool? = nil,
+        entries: [SyncEntry], marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,
+        keep: @escaping @Sendable (String) -> Bool = { _ in false }, allowMissingRemote: Bool = false,
+        writer: WriterCheck? = nil
+    ) {
+        self.init(
+            entries: SyncEntryList(entries), marker: marker, isEmpty: isEmpty, allowShrink: allowShrink, keep: keep,
+            allowMissingRemote: allowMissingRemote, writer: writer)
+    }
+
+    public init(
+        entries: SyncEntryList, makeMarker: @escaping @Sendable (_ held: HeldEntries) throws -> Data, isEmpty: Bool? = nil,
         allowShrink: Bool = false, keep: @escaping @Sendable (String) -> Bool = { _ in false },
         allowMissingRemote: Bool = false, writer: WriterCheck? = nil
     ) {
@@ -385,7 +434,7 @@ public struct DeleteFailure: Sendable, Equatable {
 /// What one run did.
 public struct SyncReport: Sendable, Equatable {
     /// Paths uploaded, in upload order (the marker included when it was uploaded).
-    public var uploaded: [String] = []
+    public var uploaded: PathList = []
     /// Bytes uploaded, the marker included.
     public var uploadedBytes: Int64 = 0
     /// Paths deleted from the remote.

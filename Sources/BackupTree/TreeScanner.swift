@@ -121,14 +121,14 @@ public struct ScanNote: Sendable, Equatable, CustomStringConvertible {
 public struct ScanResult: Sendable {
     /// One entry per regular file, sorted by the path's UTF-8 bytes. Readable files have an
     /// `.underRoot` source (below `localRoot`); unreadable files and folders are `.absent`.
-    public var entries: [SyncEntry]
+    public var entries: SyncEntryList
     /// The source folder as an absolute path without a "/" at its end ("" for "/").
     public var localRoot: String
     /// The fingerprints that differ from the cache the scan was given (read this time), each
     /// path once, in hashing order: what to write back with `StateStore.updateFingerprints`
     /// (empty after a no-op scan). A list, not a dictionary: a first scan's are every file's,
-    /// and a dictionary of a million of them took 189 MB.
-    public var newFingerprints: [FingerprintUpdate]
+    /// and a dictionary of a million of them took 189 MB; each names its entry by position.
+    public var newFingerprints: FingerprintUpdates
     /// Cache paths that no longer stand for a hash-compared file here (deleted, excluded,
     /// size-compared now), sorted. Paths below an unreadable folder, and unreadable files,
     /// are kept: nothing is known about them.
@@ -314,11 +314,11 @@ public struct TreeScanner: Sendable {
         let lister = FolderLister(
             cache: cache, excludes: excludes, sizeCompared: options.sizeCompared,
             reserved: options.reservedNames, fileSystem: fileSystem)
-        let tree = lister.listTree(listFD, threads: options.threads)
+        // The slots are assembled as the listers fill them in, so the items of the whole tree
+        // never wait at once.
         var assembly = ScanAssembly(cache: cache, excludes: excludes)
-        // Sized once: grown by doubling, the largest array of a scan would hold up to twice its entries.
-        assembly.entries.reserveCapacity(lister.filesListed.load(ordering: .relaxed))
-        if let code = assembly.add(tree) {
+        let failure = lister.walkTree(listFD, threads: options.threads) { root, lister in assembly.add(root, from: lister) }
+        if let code = failure {
             throw ScanError(
                 kind: .sourceUnreadable, path: root,
                 message: "cannot list the source folder \(root): \(Self.describe(code))")

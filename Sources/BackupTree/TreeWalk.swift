@@ -1,7 +1,9 @@
 // The walk behind TreeScanner. Folders are listed on several threads (readdir, fstatat, names,
 // excludes, sorting, cache lookups: the part that grows with the tree), each into its own
-// slot; one thread then assembles the slots in path order into entries and hash jobs, and
-// turns the hashing outcomes and the cache into the ScanResult.
+// slot, in path order as far as the threads allow; one thread assembles the slots in path
+// order as they are listed, into entries and hash jobs, and frees each slot's items once they
+// are entries: the listing of the whole tree is never held at once. It then turns the hashing
+// outcomes and the cache into the ScanResult.
 
 import BackupEngine
 import Dispatch
@@ -21,8 +23,6 @@ enum WalkItem: Sendable {
     case file(ListedFile)
     /// A subfolder, listed into its own slot.
     case folder(FolderSlot)
-    /// A subfolder that could not be opened (errno).
-    case unopenableFolder(path: String, code: Int32)
     /// A name whose status cannot be read (errno): a folder with read but no search permission.
     case unstatable(path: String, code: Int32)
     /// A symbolic link: its target (FileName's codec) and its own times and owner.
@@ -32,12 +32,14 @@ enum WalkItem: Sendable {
     case special(path: String, what: String)
 }
 
-/// A regular file as its folder's lister saw it. Every file of the tree waits as one of these
-/// until the walk ends, so it holds only what its entry is made of (about 72 bytes and the path;
-/// the entry made of it is about 100, and both live at once while the scan is assembled).
+/// A regular file as its folder's lister saw it: what its entry is made of. Items wait only
+/// between their folder's listing and its assembly, which follows the listers closely.
 struct ListedFile: Sendable {
-    /// Its path, size, mtime and dev:inode: the job that reads it, when it is read.
-    var file: HashJob
+    var path: String
+    var size: Int64
+    var mtimeNanoseconds: Int64
+    var inode: UInt64
+    var device: UInt64
     var mode: UInt32
     var uid: UInt32
     var gid: UInt32
@@ -45,8 +47,8 @@ struct ListedFile: Sendable {
     var cacheIndex: Int32
     var flags: FileFlags
 
-    var identity: FileIdentity { FileIdentity(device: file.device, inode: file.inode) }
-    var metadata: EntryMetadata { EntryMetadata(mode: mode, mtimeNanoseconds: file.mtimeNanoseconds, uid: uid, gid: gid) }
+    var identity: FileIdentity { FileIdentity(device: device, inode: inode) }
+    var metadata: EntryMetadata { EntryMetadata(mode: mode, mtimeNanoseconds: mtimeNanoseconds, uid: uid, gid: gid) }
 }
 
 /// What the assembly does with a listed file.
@@ -62,24 +64,30 @@ struct FileFlags: OptionSet, Sendable {
     static let sizeCompared = FileFlags(rawValue: 8)
 }
 
-/// One folder's listing, filled in by whichever thread lists it and read once all are done.
+/// One folder's listing, filled in by whichever thread lists it and taken by the assembly.
 final class FolderSlot: Sendable {
     enum Listing: Sendable {
-        case listed([WalkItem])
-        /// The folder was opened but could not be listed (errno).
-        case failed(Int32)
+        /// Not listed yet.
+        case pending
+        /// Listed; with the folder's own mode, times and owner (nil for the root, whose
+        /// target is the restore's to choose, or where fstat failed).
+        case listed([WalkItem], metadata: EntryMetadata?)
+        /// Opened but could not be listed (errno).
+        case failed(Int32, metadata: EntryMetadata?)
+        /// Could not be opened (errno).
+        case unopenable(Int32)
+        /// Removed or replaced by a link since its parent was read: nothing of ours to list.
+        case gone
+        /// Taken by the assembly.
+        case taken
     }
 
     /// The folder's relative path ("" for the root).
     let path: String
-    /// The folder's own mode, times and owner; nil for the root (the restore's target is the
-    /// user's to choose) or where fstat failed.
-    let metadata: EntryMetadata?
-    let listing = Mutex<Listing>(.listed([]))
+    let listing = Mutex<Listing>(.pending)
 
-    init(path: String, metadata: EntryMetadata? = nil) {
+    init(path: String) {
         self.path = path
-        self.metadata = metadata
     }
 }
 
@@ -96,18 +104,27 @@ final class FolderLister: Sendable {
     private struct Task: Sendable {
         var fd: Int32
         var slot: FolderSlot
+        /// The folder's path and a "/": tasks sort by it as their subtrees do in path order.
+        var key: [UInt8]
     }
 
     private let waiting = Mutex<[Task]>([])
-    /// Regular files listed so far: the assembly sizes its arrays by it once the walk is over.
-    let filesListed = Atomic<Int>(0)
     /// Folders queued and not yet listed to the end; the walk is over when it drops to 0.
     private let outstanding = Atomic<Int>(0)
+    /// How many threads list (woken to stop once `outstanding` drops to 0).
+    private let workers = Atomic<Int>(1)
     private let wakeup = DispatchSemaphore(value: 0)
+    /// Signalled when a slot is filled in while the assembly waits on one (`assemblyWaits`).
+    private let published = DispatchSemaphore(value: 0)
+    private let assemblyWaits = Atomic<Bool>(false)
+    /// Workers waiting for a queued folder: an offer wakes one only when there is one.
+    private let idleWorkers = Atomic<Int>(0)
     /// At most this many folders wait in the queue, each with an open descriptor; past it a
     /// lister lists the subfolder itself, so a folder with 100,000 subfolders cannot run out of
     /// descriptors.
     private let queueLimit = 64
+    /// How many queued folders one thread lists inside the listing of another.
+    private static let nestingLimit = 16
 
     init(
         cache: FingerprintCache, excludes: PatternList, sizeCompared: PatternList,
@@ -122,63 +139,180 @@ final class FolderLister: Sendable {
         self.fileSystem = fileSystem
     }
 
-    /// Lists the tree below the folder `rootFD` (taking it over) on `threads` threads.
-    func listTree(_ rootFD: Int32, threads: Int) -> FolderSlot {
+    /// Lists the tree below the folder `rootFD` (taking it over) on `threads` threads while
+    /// `assemble` takes the slots on this one (from the root slot), and returns what it returned.
+    func walkTree<R>(_ rootFD: Int32, threads: Int, assemble: (_ root: FolderSlot, _ lister: FolderLister) -> R) -> R {
         let root = FolderSlot(path: "")
         if threads <= 1 {
-            list(rootFD, into: root, queueing: false)
-            return root
+            list(rootFD, into: root, metadata: nil, queueing: false)
+            return assemble(root, self)
         }
         outstanding.store(1, ordering: .sequentiallyConsistent)
-        waiting.withLock { $0.append(Task(fd: rootFD, slot: root)) }
-        DispatchQueue.concurrentPerform(iterations: threads) { _ in runWorker(threads: threads) }
-        return root
+        workers.store(threads, ordering: .sequentiallyConsistent)
+        waiting.withLock { $0.append(Task(fd: rootFD, slot: root, key: [])) }
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            DispatchQueue.concurrentPerform(iterations: threads) { _ in self.runWorker() }
+            done.signal()
+        }
+        let result = assemble(root, self)
+        done.wait()
+        return result
     }
 
-    private func runWorker(threads: Int) {
+    /// The slot's listing once it is filled in, taken out of it (its memory goes with the caller).
+    func take(_ slot: FolderSlot) -> FolderSlot.Listing {
         while true {
-            // Last in, first out: depth first, which keeps the queue and its descriptors few.
-            if let task = waiting.withLock({ $0.popLast() }) {
-                list(task.fd, into: task.slot, queueing: true)
-                if outstanding.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
-                    for _ in 0..<threads { wakeup.signal() }
+            let listing = slot.listing.withLock { listing -> FolderSlot.Listing in
+                if case .pending = listing { return .pending }
+                defer { listing = .taken }
+                return listing
+            }
+            if case .pending = listing {
+                // Said before the slot is looked at again: a lister that fills it in after
+                // that look sees the flag and signals. The timeout covers a signal consumed
+                // by an earlier wait.
+                assemblyWaits.store(true, ordering: .sequentiallyConsistent)
+                let stillPending = slot.listing.withLock { listing in
+                    if case .pending = listing { true } else { false }
                 }
+                if stillPending { _ = published.wait(timeout: .now() + .milliseconds(1)) }
+                assemblyWaits.store(false, ordering: .sequentiallyConsistent)
+                continue
+            }
+            return listing
+        }
+    }
+
+    private func publish(_ slot: FolderSlot, _ listing: FolderSlot.Listing) {
+        slot.listing.withLock { $0 = listing }
+        if assemblyWaits.exchange(false, ordering: .sequentiallyConsistent) { published.signal() }
+    }
+
+    private func runWorker() {
+        while true {
+            // The queued folder first in path order: the assembly waits on the earliest one.
+            let task = waiting.withLock { tasks -> Task? in
+                guard let best = Self.earliest(tasks) else { return nil }
+                return tasks.remove(at: best)
+            }
+            if let task {
+                list(task.fd, into: task.slot, metadata: nil, queueing: true, statFolder: task.slot.path != "", depth: 0)
+                finished()
                 continue
             }
             if outstanding.load(ordering: .sequentiallyConsistent) == 0 { return }
-            // Another thread is listing a folder that may queue more; the timeout only covers
-            // a wakeup lost between the check above and this wait.
-            _ = wakeup.wait(timeout: .now() + .milliseconds(2))
+            // Another thread is listing a folder that may queue more. Counted as idle before
+            // the queue is looked at again, so an offer after that look signals; the timeout
+            // covers a wakeup lost in between.
+            idleWorkers.add(1, ordering: .sequentiallyConsistent)
+            let empty = waiting.withLock { $0.isEmpty }
+            if empty && outstanding.load(ordering: .sequentiallyConsistent) != 0 {
+                _ = wakeup.wait(timeout: .now() + .milliseconds(2))
+            }
+            idleWorkers.subtract(1, ordering: .sequentiallyConsistent)
         }
     }
 
-    /// Hands a subfolder to another thread; false when the queue is full.
-    private func offer(_ fd: Int32, _ slot: FolderSlot) -> Bool {
-        let queued = waiting.withLock { tasks -> Bool in
-            if tasks.count >= queueLimit { return false }
-            // Counted before it can be taken, so `outstanding` never reads 0 while work is left.
+    /// A queued folder was listed to the end; the last one wakes every worker to stop.
+    private func finished() {
+        if outstanding.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 {
+            for _ in 0..<workers.load(ordering: .sequentiallyConsistent) { wakeup.signal() }
+        }
+    }
+
+    private static func earliest(_ tasks: [Task]) -> Int? {
+        guard var best = tasks.indices.first else { return nil }
+        for index in tasks.indices.dropFirst() where tasks[index].key.lexicographicallyPrecedes(tasks[best].key) {
+            best = index
+        }
+        return best
+    }
+
+    /// What a lister does with a subfolder it opened.
+    private enum Handover {
+        /// Queued for any thread.
+        case queued
+        /// The queue is full and this subfolder comes first: the lister lists it itself.
+        case listItself
+        /// The queue is full: the subfolder took the place of the queued one first in path
+        /// order, which the lister lists instead (so that the assembly, which follows path
+        /// order, is kept waiting as little as possible).
+        case listInstead(Task)
+    }
+
+    /// Hands a subfolder to another thread, or says which folder to list now.
+    private func offer(_ fd: Int32, _ slot: FolderSlot) -> Handover {
+        let task = Task(fd: fd, slot: slot, key: Array(slot.path.utf8) + [UInt8(ascii: "/")])
+        let handover = waiting.withLock { tasks -> Handover in
+            if tasks.count < queueLimit {
+                // Counted before it can be taken, so `outstanding` never reads 0 while work is left.
+                outstanding.add(1, ordering: .sequentiallyConsistent)
+                tasks.append(task)
+                return .queued
+            }
+            guard let best = Self.earliest(tasks), tasks[best].key.lexicographicallyPrecedes(task.key) else { return .listItself }
             outstanding.add(1, ordering: .sequentiallyConsistent)
-            tasks.append(Task(fd: fd, slot: slot))
-            return true
+            let earlier = tasks[best]
+            tasks[best] = task
+            return .listInstead(earlier)
         }
-        if queued { wakeup.signal() }
-        return queued
+        if case .queued = handover, idleWorkers.load(ordering: .sequentiallyConsistent) > 0 { wakeup.signal() }
+        return handover
     }
 
-    /// Lists the folder `fd` (taking it over) into `slot`, and its subfolders into theirs.
-    private func list(_ fd: Int32, into slot: FolderSlot, queueing: Bool) {
-        let listing = listFolder(fd, relative: slot.path, queueing: queueing)
-        slot.listing.withLock { $0 = listing }
-    }
-
-    private func listFolder(_ fd: Int32, relative: String, queueing: Bool) -> FolderSlot.Listing {
+    /// Lists the folder `fd` (taking it over) into `slot`, then its subfolders into theirs.
+    /// `statFolder`: the folder's own status is read first (every folder but the root).
+    /// `depth`: how many folders this thread is listing around this one for the queue (each
+    /// holds a descriptor), at most `nestingLimit`.
+    private func list(
+        _ fd: Int32, into slot: FolderSlot, metadata: EntryMetadata?, queueing: Bool, statFolder: Bool = false, depth: Int = 0
+    ) {
+        var metadata = metadata
+        if statFolder {
+            var status = stat()
+            metadata = fstat(fd, &status) == 0 ? entryMetadata(status) : nil
+        }
         guard let dir = fdopendir(fd) else {
             let code = errno
             close(fd)
-            return .failed(code)
+            publish(slot, .failed(code, metadata: metadata))
+            return
         }
         defer { closedir(dir) }
         let folderFD = dirfd(dir)
+        let (listing, subfolders) = listFolder(dir, folderFD, relative: slot.path, metadata: metadata)
+        // Published before its subfolders are listed: the assembly goes on with it meanwhile.
+        publish(slot, listing)
+        for (child, name) in subfolders {
+            let childFD = FileName.withCString(name) { fileSystem.openFolder(folderFD, $0, child.path) }
+            if childFD < 0 {
+                switch -childFD {
+                // Removed or replaced by a link since readdir: nothing of ours to list.
+                case ENOENT, ENOTDIR, ELOOP: publish(child, .gone)
+                default: publish(child, .unopenable(-childFD))
+                }
+                continue
+            }
+            guard queueing, depth < Self.nestingLimit else {
+                list(childFD, into: child, metadata: nil, queueing: queueing, statFolder: true, depth: depth)
+                continue
+            }
+            switch offer(childFD, child) {
+            case .queued:
+                break
+            case .listItself:
+                list(childFD, into: child, metadata: nil, queueing: true, statFolder: true, depth: depth)
+            case .listInstead(let earlier):
+                list(earlier.fd, into: earlier.slot, metadata: nil, queueing: true, statFolder: true, depth: depth + 1)
+                finished()
+            }
+        }
+    }
+
+    private func listFolder(
+        _ dir: OpaquePointer, _ folderFD: Int32, relative: String, metadata: EntryMetadata?
+    ) -> (FolderSlot.Listing, [(FolderSlot, String)]) {
         let prefix = relative.isEmpty ? "" : relative + "/"
         let atRoot = relative.isEmpty
 
@@ -186,7 +320,7 @@ final class FolderLister: Sendable {
         while true {
             errno = 0
             guard let entry = readdir(dir) else {
-                if errno != 0 { return .failed(errno) }
+                if errno != 0 { return (.failed(errno, metadata: metadata), []) }
                 break
             }
             let type = entry.pointee.d_type
@@ -202,27 +336,16 @@ final class FolderLister: Sendable {
         children.sort { $0.precedes($1) }
         var items: [WalkItem] = []
         items.reserveCapacity(children.count)
+        var subfolders: [(FolderSlot, String)] = []
         for child in children {
             switch child.kind {
             case .file(let size, let inode, let device, let links, let metadata):
                 items.append(file(child.path, size: size, inode: inode, device: device, links: links, metadata: metadata))
             case .folder:
                 if folderExclusion.excludesEverything(below: child.path) { continue }
-                let childFD = FileName.withCString(child.name) { fileSystem.openFolder(folderFD, $0, child.path) }
-                if childFD < 0 {
-                    switch -childFD {
-                    // Removed or replaced by a link since readdir: nothing of ours to list.
-                    case ENOENT, ENOTDIR, ELOOP: break
-                    default: items.append(.unopenableFolder(path: child.path, code: -childFD))
-                    }
-                    continue
-                }
-                var status = stat()
-                let childSlot = FolderSlot(path: child.path, metadata: fstat(childFD, &status) == 0 ? entryMetadata(status) : nil)
+                let childSlot = FolderSlot(path: child.path)
                 items.append(.folder(childSlot))
-                if !queueing || !offer(childFD, childSlot) {
-                    list(childFD, into: childSlot, queueing: queueing)
-                }
+                subfolders.append((childSlot, child.name))
             case .symlink(let target, let metadata):
                 items.append(.symlink(path: child.path, target: target, metadata: metadata))
             case .special(let what):
@@ -231,7 +354,7 @@ final class FolderLister: Sendable {
                 items.append(.unstatable(path: child.path, code: code))
             }
         }
-        return .listed(items)
+        return (.listed(items, metadata: metadata), subfolders)
     }
 
     /// A regular file's item: hashed from the cache when its fingerprint matches. A file with
@@ -239,9 +362,8 @@ final class FolderLister: Sendable {
     private func file(
         _ path: String, size: Int64, inode: UInt64, device: UInt64, links: UInt64, metadata: EntryMetadata
     ) -> WalkItem {
-        filesListed.add(1, ordering: .relaxed)
         var listed = ListedFile(
-            file: HashJob(path: path, size: size, mtimeNanoseconds: metadata.mtimeNanoseconds, inode: inode, device: device),
+            path: path, size: size, mtimeNanoseconds: metadata.mtimeNanoseconds, inode: inode, device: device,
             mode: metadata.mode, uid: metadata.uid, gid: metadata.gid, cacheIndex: -1, flags: links > 1 ? .linked : [])
         if sizeCompared.matches(path) {
             listed.flags.insert(.sizeCompared)
@@ -440,16 +562,24 @@ private func namePrecedes(_ a: String, _ aIsFolder: Bool, _ b: String, _ bIsFold
 
 // MARK: - Assembly, hashing and the result (one thread)
 
+/// A file to read and hash after the walk: its entry, and what the walk saw of it.
+struct PendingHash: Sendable {
+    var entry: Int
+    var size: Int64
+    var mtimeNanoseconds: Int64
+    var inode: UInt64
+    var device: UInt64
+}
+
 /// The entries, hash jobs and notes of one scan, assembled from the folder slots in path order.
 struct ScanAssembly {
     let cache: FingerprintCache
     let excludes: PatternList
 
-    var entries: [SyncEntry] = []
-    var jobs: [HashJob] = []
-    /// The entry index of each job.
-    var jobEntries: [Int] = []
-    var newFingerprints: [FingerprintUpdate] = []
+    var entries = SyncEntryList()
+    /// The files to read, in entry order.
+    var jobs: [PendingHash] = []
+    var newFingerprints: [FingerprintUpdates.Item] = []
     /// How many cache paths the walk came across (found, or kept below an unreadable folder).
     /// When it is all of them, no file was deleted and the search for removed paths is skipped.
     var cachePathsSeen = 0
@@ -465,50 +595,47 @@ struct ScanAssembly {
     /// Whether an entry was added out of walk order, so the entries need a final sort.
     var needsSort = false
 
+    /// How many files are read and hashed between two hand-overs of their outcomes: the
+    /// outcomes and the jobs' paths are held for one batch at a time, not for every file.
+    static let hashBatch = 4096
+
     init(cache: FingerprintCache, excludes: PatternList) {
         self.cache = cache
         self.excludes = excludes
+        // A tree rescanned mostly holds the files its cache knows.
+        entries.reserveCapacity(cache.count)
     }
 
-    /// Appends the listing of `slot` and everything below it; the errno when the folder itself
-    /// could not be listed.
-    mutating func add(_ slot: FolderSlot) -> Int32? {
-        // Taken out of the slot so its memory goes as soon as it is copied.
-        let listing = slot.listing.withLock { listing in
-            defer { listing = .listed([]) }
-            return listing
-        }
-        guard case .listed(let items) = listing else {
-            if case .failed(let code) = listing { return code }
+    /// Appends the listing of `slot` and everything below it as the lister fills the slots in;
+    /// the errno when the folder itself could not be listed.
+    mutating func add(_ slot: FolderSlot, from lister: FolderLister) -> Int32? {
+        switch lister.take(slot) {
+        case .listed(let items, _):
+            add(items, from: lister)
             return nil
+        case .failed(let code, _): return code
+        case .pending, .unopenable, .gone, .taken: return nil
         }
+    }
+
+    private mutating func add(_ items: [WalkItem], from lister: FolderLister) {
         for item in items {
             switch item {
             case .file(let listed):
-                let flags = listed.flags
-                let identity = listed.identity
-                var entry = SyncEntry(
-                    path: listed.file.path, size: listed.file.size,
-                    digest: listed.cacheIndex >= 0 ? cache.fingerprint(at: Int(listed.cacheIndex)).digest : nil, source: .underRoot,
-                    mtimeNanoseconds: flags.contains(.sizeCompared) ? listed.file.mtimeNanoseconds : nil, metadata: listed.metadata)
-                if flags.contains(.cached) { cachePathsSeen += 1 }
-                if flags.contains(.needsHash) {
-                    jobEntries.append(entries.count)
-                    jobs.append(listed.file)
-                }
-                if flags.contains(.linked) {
-                    if let first = firstNames[identity] {
-                        entry.kind = .hardLink(to: first)
-                    } else {
-                        firstNames[identity] = entry.path
-                    }
-                }
-                entries.append(entry)
+                addFile(listed)
             case .folder(let child):
-                if let metadata = child.metadata { treeEntries.append(TreeEntry(path: child.path, kind: .folder, metadata: metadata)) }
-                if let code = add(child) { addUnreadableFolder(child.path, code: code, opening: false) }
-            case .unopenableFolder(let path, let code):
-                addUnreadableFolder(path, code: code, opening: true)
+                switch lister.take(child) {
+                case .listed(let listed, let metadata):
+                    if let metadata { treeEntries.append(TreeEntry(path: child.path, kind: .folder, metadata: metadata)) }
+                    add(listed, from: lister)
+                case .failed(let code, let metadata):
+                    if let metadata { treeEntries.append(TreeEntry(path: child.path, kind: .folder, metadata: metadata)) }
+                    addUnreadableFolder(child.path, code: code, opening: false)
+                case .unopenable(let code):
+                    addUnreadableFolder(child.path, code: code, opening: true)
+                case .pending, .gone, .taken:
+                    break
+                }
             case .unstatable(let path, let code):
                 addUnreadableFile(path, code: code, size: nil)
             case .symlink(let path, let target, let metadata):
@@ -517,7 +644,28 @@ struct ScanAssembly {
                 notes.append(ScanNote(kind: .specialFile, path: path, message: "skipped \(path): it is \(what), not a regular file"))
             }
         }
-        return nil
+    }
+
+    private mutating func addFile(_ listed: ListedFile) {
+        let flags = listed.flags
+        var entry = SyncEntry(
+            path: listed.path, size: listed.size,
+            digest: listed.cacheIndex >= 0 ? cache.fingerprint(at: Int(listed.cacheIndex)).digest : nil, source: .underRoot,
+            mtimeNanoseconds: flags.contains(.sizeCompared) ? listed.mtimeNanoseconds : nil, metadata: listed.metadata)
+        if flags.contains(.cached) { cachePathsSeen += 1 }
+        if flags.contains(.needsHash) {
+            jobs.append(PendingHash(
+                entry: entries.count, size: listed.size, mtimeNanoseconds: listed.mtimeNanoseconds, inode: listed.inode,
+                device: listed.device))
+        }
+        if flags.contains(.linked) {
+            if let first = firstNames[listed.identity] {
+                entry.kind = .hardLink(to: first)
+            } else {
+                firstNames[listed.identity] = entry.path
+            }
+        }
+        entries.append(entry)
     }
 
     /// An `.absent` entry with the cache's size and hash (else `size`, and no hash) and a note.
@@ -551,86 +699,99 @@ struct ScanAssembly {
                 + "the files below it are kept on the remote as they are (a permission problem never deletes a remote copy)"))
     }
 
-    /// Hashes every queued file and fills in its entry.
+    /// Hashes every queued file and fills in its entry, a batch at a time.
     mutating func hashChangedFiles(below rootFD: Int32, threads: Int, fileSystem: ScanFileSystem) {
         // At most one per file read: sized once (grown by doubling, a first scan's list would
         // hold its old and new buffers at once).
         newFingerprints.reserveCapacity(jobs.count)
         var vanished: Set<Int> = []
-        ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD).hash(jobs) { jobIndex, outcome in
-            let job = jobs[jobIndex]
-            let entryIndex = jobEntries[jobIndex]
-            switch outcome {
-            case .hashed(let digest, let bytesRead, let stamp, let changed):
-                let fingerprint = stamp?.fingerprint(size: bytesRead, digest: digest)
-                hashedFiles += 1
-                hashedBytes += bytesRead
-                entries[entryIndex].digest = digest
-                entries[entryIndex].size = bytesRead
-                let cached = cache.isEmpty ? nil : cache[job.path]
-                if let fingerprint {
-                    if cached != fingerprint { newFingerprints.append(FingerprintUpdate(path: job.path, fingerprint: fingerprint)) }
-                } else if cached != nil {
-                    forgotten.append(job.path)
-                }
-                if changed {
-                    notes.append(ScanNote(
-                        kind: .changedWhileReading, path: job.path,
-                        message: "\(job.path) changed while it was being read (it is being written?); "
-                            + "backed up as read (\(bytesRead) bytes, \(job.size) when listed), and read again next time"))
-                }
-            case .unreadable(let code):
-                let cached = cache[job.path]
-                entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, digest: cached?.digest)
-                notes.append(Self.unreadableNote(job.path, code))
-            case .replaced:
-                let cached = cache[job.path]
-                entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, digest: cached?.digest)
-                notes.append(ScanNote(
-                    kind: .replaced, path: job.path,
-                    message: "\(job.path) was replaced by another file while the tree was scanned; "
-                        + "its remote copy is kept as it is, and it is read next time"))
-            case .vanished(let why):
-                vanished.insert(entryIndex)
-                if cache[job.path] != nil { forgotten.append(job.path) }
-                notes.append(ScanNote(kind: .vanished, path: job.path, message: "left out \(job.path): \(why)"))
+        let hasher = ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD)
+        var start = 0
+        while start < jobs.count {
+            let end = min(start + Self.hashBatch, jobs.count)
+            let batch = jobs[start..<end].map { job in
+                HashJob(
+                    path: entries.path(at: job.entry), size: job.size, mtimeNanoseconds: job.mtimeNanoseconds, inode: job.inode,
+                    device: job.device)
             }
+            let firstJob = start
+            hasher.hash(batch) { batchIndex, outcome in
+                apply(outcome, of: batch[batchIndex], entry: jobs[firstJob + batchIndex].entry, vanished: &vanished)
+            }
+            start = end
         }
         jobs = []  // done with: not held while the result is made
-        jobEntries = []
         if !vanished.isEmpty {
-            entries = entries.enumerated().filter { !vanished.contains($0.offset) }.map(\.element)
+            let moved = entries.remove(at: vanished)
+            for index in newFingerprints.indices { newFingerprints[index].entry = moved[newFingerprints[index].entry] }
+        }
+    }
+
+    private mutating func apply(_ outcome: HashOutcome, of job: HashJob, entry entryIndex: Int, vanished: inout Set<Int>) {
+        switch outcome {
+        case .hashed(let digest, let bytesRead, let stamp, let changed):
+            let fingerprint = stamp?.fingerprint(size: bytesRead, digest: digest)
+            hashedFiles += 1
+            hashedBytes += bytesRead
+            entries.setHashed(at: entryIndex, digest: digest, size: bytesRead)
+            let cached = cache.isEmpty ? nil : cache[job.path]
+            if let fingerprint {
+                if cached != fingerprint { newFingerprints.append(FingerprintUpdates.Item(entry: entryIndex, fingerprint: fingerprint)) }
+            } else if cached != nil {
+                forgotten.append(job.path)
+            }
+            if changed {
+                notes.append(ScanNote(
+                    kind: .changedWhileReading, path: job.path,
+                    message: "\(job.path) changed while it was being read (it is being written?); "
+                        + "backed up as read (\(bytesRead) bytes, \(job.size) when listed), and read again next time"))
+            }
+        case .unreadable(let code):
+            let cached = cache[job.path]
+            entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, digest: cached?.digest)
+            notes.append(Self.unreadableNote(job.path, code))
+        case .replaced:
+            let cached = cache[job.path]
+            entries[entryIndex] = .absent(job.path, size: cached?.size ?? job.size, digest: cached?.digest)
+            notes.append(ScanNote(
+                kind: .replaced, path: job.path,
+                message: "\(job.path) was replaced by another file while the tree was scanned; "
+                    + "its remote copy is kept as it is, and it is read next time"))
+        case .vanished(let why):
+            vanished.insert(entryIndex)
+            if cache[job.path] != nil { forgotten.append(job.path) }
+            notes.append(ScanNote(kind: .vanished, path: job.path, message: "left out \(job.path): \(why)"))
         }
     }
 
     /// - Parameter localRoot: the source folder the entries' `.underRoot` paths are below.
-    func result(localRoot: String) -> ScanResult {
-        var entries = entries
+    mutating func result(localRoot: String) -> ScanResult {
         if needsSort {
-            entries.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+            let moved = entries.sortByPath()
+            for index in newFingerprints.indices { newFingerprints[index].entry = moved[newFingerprints[index].entry] }
         }
         var removed = Set(forgotten)
         if cachePathsSeen < cache.count {
             // Some cache paths were not met at all: deleted, excluded, or size-compared now.
-            // Every entry but a size-compared one keeps its fingerprint (unreadable ones too).
-            var keep = Set<String>()
-            keep.reserveCapacity(entries.count)
-            for entry in entries {
-                if entry.isLocalFile, entry.digest == nil { continue }
-                keep.insert(entry.path)
+            // Every entry but a size-compared one keeps its fingerprint (unreadable ones too):
+            // the cache and the entries are both in path order, so one merge finds the others.
+            var next = 0
+            cache.forEachBytes { path, _ in
+                while next < entries.count && entries.withPathBytes(at: next, { ByteOrder.compare($0, path) }) < 0 { next += 1 }
+                let found = next < entries.count && entries.withPathBytes(at: next, { ByteOrder.compare($0, path) }) == 0
+                    && !(entries.isLocalFile(at: next) && entries.digest(at: next) == nil)
+                if !found { removed.insert(String(decoding: path, as: UTF8.self)) }
             }
-            cache.forEach { path, _ in if !keep.contains(path) { removed.insert(path) } }
         }
         var files = 0
         var bytes: Int64 = 0
-        for entry in entries {
-            if entry.isLocalFile {
-                files += 1
-                bytes += entry.size
-            }
+        for index in entries.indices where entries.isLocalFile(at: index) {
+            files += 1
+            bytes += entries.size(at: index)
         }
         return ScanResult(
-            entries: entries, localRoot: localRoot, newFingerprints: newFingerprints,
+            entries: entries, localRoot: localRoot,
+            newFingerprints: FingerprintUpdates(entries: entries, items: newFingerprints),
             removedFingerprints: removed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, notes: notes,
             treeEntries: treeEntries, files: files, bytes: bytes, hashedFiles: hashedFiles, hashedBytes: hashedBytes)
     }

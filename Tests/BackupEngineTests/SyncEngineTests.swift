@@ -388,7 +388,7 @@ extension SyncEngineTests {
         XCTAssertEqual(try f.state.entries(), stateBefore, "nor to the state")
 
         let report = completed(try await f.engine.sync(next))
-        XCTAssertEqual(report.uploaded, preview.uploads.map(\.path) + [SyncEngine.defaultMarkerPath])
+        XCTAssertEqual(Array(report.uploaded), preview.uploads.map(\.path) + [SyncEngine.defaultMarkerPath])
         XCTAssertEqual(report.deleted, preview.deletes)
     }
 

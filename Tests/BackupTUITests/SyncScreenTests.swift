@@ -60,7 +60,7 @@ final class SyncScreenTests: XCTestCase {
         let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
         let job = try XCTUnwrap(f.syncs.last?.job)
         var report = SyncReport()
-        report.uploaded = (0..<1001).map { "f\($0)" }
+        report.uploaded = PathList((0..<1001).map { "f\($0)" })
         report.markerUploaded = true
         report.uploadedBytes = 4_194_400
         report.deleted = ["old.txt"]

@@ -29,7 +29,7 @@ final class KilledRestoreTests: XCTestCase {
         let engine = SyncEngine(storage: FolderStorage(root: remote), state: try StateStore(path: dir.path("sync.db")))
         let marker = Marker(groups: groups, hashes: Dictionary(uniqueKeysWithValues: files.map { ($0.0, SHA256Hasher.hex(Data($0.1.utf8))) }))
         let entries = files.map { SyncEntry(path: $0.0, size: Int64($0.1.utf8.count), hash: SHA256Hasher.hex(Data($0.1.utf8)), source: .bytes(Data($0.1.utf8))) }
-        guard case .completed = try await engine.sync(SyncSnapshot(entries: entries, marker: try marker.encoded())) else {
+        guard case .completed = try await engine.sync(SyncSnapshot(entries: SyncEntryList(entries), marker: try marker.encoded())) else {
             XCTFail("backup failed")
             return remote
         }

@@ -33,7 +33,7 @@ final class RestoreTargetTests: XCTestCase {
         let entries = files.map { file in
             SyncEntry(path: file.0, size: Int64(file.1.utf8.count), hash: SHA256Hasher.hex(Data(file.1.utf8)), source: .bytes(Data(file.1.utf8)))
         }
-        guard case .completed = try await engine.sync(SyncSnapshot(entries: entries, marker: try marker.encoded())) else {
+        guard case .completed = try await engine.sync(SyncSnapshot(entries: SyncEntryList(entries), marker: try marker.encoded())) else {
             return XCTFail("the backup did not complete")
         }
     }
@@ -126,7 +126,7 @@ final class RestoreTargetTests: XCTestCase {
         let marker = Marker(groups: [], hashes: Dictionary(uniqueKeysWithValues: many.map { ($0.0, SHA256Hasher.hex(Data($0.1.utf8))) }))
         let sync = SyncEngine(storage: FolderStorage(root: remote), state: try StateStore(path: dir.path("many.db")), transfers: 4)
         let entries = many.map { SyncEntry(path: $0.0, size: Int64($0.1.utf8.count), hash: SHA256Hasher.hex(Data($0.1.utf8)), source: .bytes(Data($0.1.utf8))) }
-        guard case .completed = try await sync.sync(SyncSnapshot(entries: entries, marker: try marker.encoded())),
+        guard case .completed = try await sync.sync(SyncSnapshot(entries: SyncEntryList(entries), marker: try marker.encoded())),
               case .found(let data, let source, let listing) = await sync.probe() else { return XCTFail("the backup did not complete") }
         let storage = FaultyStorage(FolderStorage(root: remote))
         storage.setHook { call, _ in

@@ -50,7 +50,7 @@ final class TreeScannerTests: XCTestCase {
 
     /// The entries with their modes, times and owners left out, for tests of what else the
     /// scan finds (testModesTimesOwnersHardLinksAndEmptyFoldersAreScanned checks those).
-    private func withoutMetadata(_ entries: [SyncEntry]) -> [SyncEntry] {
+    private func withoutMetadata(_ entries: some Sequence<SyncEntry>) -> [SyncEntry] {
         entries.map { entry in
             var plain = entry
             plain.metadata = nil
@@ -158,6 +158,53 @@ final class TreeScannerTests: XCTestCase {
             let data = try Data(contentsOf: URL(fileURLWithPath: root + "/" + entry.path))
             XCTAssertEqual(entry.hash, SHA256Hasher.hex(data), entry.path)
         }
+    }
+
+    /// Folders with more subfolders than the walk queues (64), nested: queued folders are
+    /// listed inside other listings, the assembly follows the listers as they go, and the
+    /// result is exactly one thread's.
+    func testAWideDeepTreeOnTwoThreadsIsAssembledExactlyAsOnOne() throws {
+        for outer in 0..<90 {
+            for inner in 0..<70 where (outer * 70 + inner) % 3 == 0 {
+                try put("o\(outer)/i\(inner)/f", "\(outer).\(inner)")
+            }
+            try FileManager.default.createDirectory(atPath: root + "/o\(outer)/empty", withIntermediateDirectories: true)
+        }
+        try put("o3/i5/deeper/still/g", "g")
+        let log = OpenLog()
+        let one = try scan(ScanOptions(threads: 1), fileSystem: denying(folders: ["o40/i2"], log: log))
+        let two = try scan(ScanOptions(threads: 2), fileSystem: denying(folders: ["o40/i2"], log: log))
+        XCTAssertEqual(one.entries, two.entries)
+        XCTAssertEqual(one.treeEntries, two.treeEntries)
+        XCTAssertEqual(one.notes, two.notes)
+        XCTAssertEqual(two.files, 2100)  // 2,100 and g, less the one in the unreadable folder
+        XCTAssertEqual(two.treeEntries.count, 90 * 2 + 2100 + 1 - 1 + 2)  // o3/i5 is there for g; o40/i2 is not opened
+        XCTAssertEqual(paths(two), paths(two).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+    }
+
+    /// Each new fingerprint names the file it was read from, after a file vanished before
+    /// its read and an unreadable folder made the entries be sorted again.
+    func testNewFingerprintsNameTheFilesTheyWereReadFrom() throws {
+        for index in 0..<40 { try put("d\(index % 4)/f\(index)", String(repeating: "v", count: index + 1)) }
+        try put("d2/locked/x", "x")
+        let system = ScanFileSystem.system
+        let fileSystem = ScanFileSystem(
+            openFolder: { parent, name, path in path == "d2/locked" ? -EACCES : system.openFolder(parent, name, path) },
+            openFile: { rootFD, name, path in
+                if path == "d0/f4" { unlinkat(rootFD, name, 0) }
+                return system.openFile(rootFD, name, path)
+            })
+        let result = try scan(ScanOptions(threads: 2), fileSystem: fileSystem)
+        XCTAssertEqual(result.notes.map(\.kind).sorted { "\($0)" < "\($1)" }, [.unreadableFolder, .vanished])
+        XCTAssertEqual(result.newFingerprints.count, 39)
+        let entries = Dictionary(uniqueKeysWithValues: result.entries.map { ($0.path, $0) })
+        for update in result.newFingerprints {
+            let entry = try XCTUnwrap(entries[update.path], update.path)
+            XCTAssertEqual(entry.digest, update.fingerprint.digest, update.path)
+            let index = try XCTUnwrap(Int(update.path.split(separator: "f").last ?? ""), update.path)
+            XCTAssertEqual(update.fingerprint.size, Int64(index + 1), update.path)
+        }
+        XCTAssertFalse(result.newFingerprints.contains { $0.path == "d0/f4" })
     }
 
     func testATrailingSlashOnTheRootGivesPlainAbsolutePaths() throws {
