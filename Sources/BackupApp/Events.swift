@@ -81,7 +81,7 @@ struct ObservedStorage: ForwardingStorage {
 /// said the remote may be used, so rule 1 still holds: no remote call before the gate.
 final class PrefetchedListing: ForwardingStorage {
     let base: any RemoteStorage
-    private let first: Mutex<Task<[RemoteFile], any Error>?>
+    private let first: Mutex<Task<RemoteFileList, any Error>?>
 
     init(_ base: any RemoteStorage) {
         self.base = base
@@ -90,8 +90,8 @@ final class PrefetchedListing: ForwardingStorage {
 
     deinit { first.withLock { $0?.cancel() } }
 
-    func list() async throws -> [RemoteFile] {
-        if let task = first.withLock({ task -> Task<[RemoteFile], any Error>? in
+    func list() async throws -> RemoteFileList {
+        if let task = first.withLock({ task -> Task<RemoteFileList, any Error>? in
             defer { task = nil }
             return task
         }) {
@@ -111,7 +111,7 @@ protocol ForwardingStorage: RemoteStorage {
 extension ForwardingStorage {
     func identityKey() async throws -> String? { try await base.identityKey() }
     func ensureIdentityKey() async throws -> String? { try await base.ensureIdentityKey() }
-    func list() async throws -> [RemoteFile] { try await base.list() }
+    func list() async throws -> RemoteFileList { try await base.list() }
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { try await base.writeBytes(path, data) }
     func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { try await base.writeFile(path, from: localPath) }
     func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }

@@ -66,7 +66,7 @@ struct NoAccountStorage: RemoteStorage {
     let reason: String
     private var error: CloudError { CloudError(.authRevoked, reason) }
     func identityKey() async throws -> String? { throw error }
-    func list() async throws -> [RemoteFile] { throw error }
+    func list() async throws -> RemoteFileList { throw error }
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { throw error }
     func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { throw error }
     func readBytes(_ path: String) async throws -> Data { throw error }

@@ -39,7 +39,7 @@ public enum ProbeOutcome: Sendable, Equatable {
     /// the listed size can need); the message says what and what to do.
     case damaged(String)
     /// A complete backup: the marker's bytes, its reference, and every file (marker included).
-    case found(marker: Data, source: SourceRef, files: [RemoteFile])
+    case found(marker: Data, source: SourceRef, files: RemoteFileList)
 }
 
 extension Availability {
@@ -72,7 +72,7 @@ public struct Probe: Sendable {
     /// Looks at the remote without writing; never throws for cloud failures.
     public func run() async -> ProbeOutcome {
         if let reason = await availability().unavailableReason { return .unavailable(reason) }
-        let listing: [RemoteFile]
+        let listing: RemoteFileList
         do {
             listing = try await storage.list()
         } catch {
@@ -81,9 +81,10 @@ public struct Probe: Sendable {
         // Files listed under a spelling no request can name are not a backup's: a remote holding
         // only those holds none, and one of them is never taken for the marker. They stay in
         // the files found, for a restore to refuse by name.
-        let named = listing.filter { !$0.foreignSpelling }
-        if named.isEmpty { return .none }
-        guard let marker = named.first(where: { $0.path == markerPath }) else { return .notReady }
+        if listing.indices.allSatisfy(listing.foreignSpelling(at:)) { return .none }
+        guard let markerIndex = listing.indices.first(where: { !listing.foreignSpelling(at: $0) && listing.comparePath(at: $0, with: markerPath) == 0 })
+        else { return .notReady }
+        let marker = listing[markerIndex]
         // Compressed, a marker is never larger than its content may be: one that is cannot be
         // ours, and is not read into memory at all.
         let limit = Probe.markerSizeLimit(listedFiles: listing.count)

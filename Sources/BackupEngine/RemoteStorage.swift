@@ -46,7 +46,7 @@ public protocol RemoteStorage: Sendable {
     /// every guard passed; probes, previews and refused runs never do.
     func ensureIdentityKey() async throws -> String?
     /// Every file on the remote.
-    func list() async throws -> [RemoteFile]
+    func list() async throws -> RemoteFileList
     /// Writes `data` to `path`, replacing what was there.
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile
     /// Uploads the local file at `localPath` to `path`, replacing what was there.

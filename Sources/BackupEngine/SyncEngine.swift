@@ -307,9 +307,9 @@ public final class SyncEngine: Sendable {
 
     /// - Parameters:
     ///   - remoteMarker: the listed marker, if any.
-    ///   - remoteFiles: the other listed files, taken (sorted in place: not copied).
+    ///   - remoteFiles: the listed files, the marker's path among them or not (passed over).
     private func makePlan(
-        _ snapshot: SyncSnapshot, remoteMarker: RemoteFile?, remoteFiles: consuming [RemoteFile], providerKey: String?,
+        _ snapshot: SyncSnapshot, remoteMarker: RemoteFile?, remoteFiles: RemoteFileList, providerKey: String?,
         writer: MarkerWriter = .ours
     ) throws -> Plan {
 
@@ -331,8 +331,9 @@ public final class SyncEngine: Sendable {
         // large tree that changed nothing spends its time here. Paths are compared as bytes,
         // so two names that differ only in Unicode normalisation stay two files. The state's
         // entries are read as a stream in its path order, never all held at once.
-        ByteOrder.sort(&remoteFiles, by: \.path)
-        let remote = remoteFiles
+        let remote = remoteFiles.sortedByPath()
+        // The listed files but the marker, which the guards count.
+        let remoteCount = remote.count - remote.indices.count { remote.comparePath(at: $0, with: markerPath) == 0 }
         var merge = PlanMerge(snapshot: snapshot, remote: remote, markerPath: markerPath, storage: storage)
         if change != .reset { try state.forEachSortedEntry { merge.stored($0) } }
         merge.finish()
@@ -357,7 +358,7 @@ public final class SyncEngine: Sendable {
             change != .reset || providerKey == nil
         {
             refusal = .remoteMissing
-        } else if policy.guardEmptyOverExisting, snapshot.isEmpty, !everSynced, !remote.isEmpty {
+        } else if policy.guardEmptyOverExisting, snapshot.isEmpty, !everSynced, remoteCount > 0 {
             // Rule 4: the empty guard, before the writer and shrink guards.
             refusal = .restorePending
         } else if case .other(let name) = writer {
@@ -365,7 +366,7 @@ public final class SyncEngine: Sendable {
             refusal = .otherWriter(writer: name)
         } else if let shrink = policy.shrinkGuard, !snapshot.allowShrink {
             // Rule 11: the shrink guard.
-            let count = remote.count
+            let count = remoteCount
             if count >= shrink.minRemoteEntries, shrink.exceeded(deletes: deletes.count, known: count) {
                 refusal = .shrinkSuspected(deletes: deletes.count, known: count)
             }
@@ -390,8 +391,8 @@ public final class SyncEngine: Sendable {
     /// never one the snapshot keeps (asked of the listing's files, so it holds without the state).
     private struct PlanMerge {
         let snapshot: SyncSnapshot
-        /// The listing without the marker, sorted.
-        let remote: [RemoteFile]
+        /// The listing, sorted; the marker's path in it is passed over.
+        let remote: RemoteFileList
         /// The snapshot's entries (their paths compared where they are held), and their
         /// indices in path order.
         let entries: SyncEntryList
@@ -412,7 +413,7 @@ public final class SyncEngine: Sendable {
         private var r = 0
         private var i = 0
 
-        init(snapshot: SyncSnapshot, remote: [RemoteFile], markerPath: String, storage: any RemoteStorage) {
+        init(snapshot: SyncSnapshot, remote: RemoteFileList, markerPath: String, storage: any RemoteStorage) {
             self.snapshot = snapshot
             self.remote = remote
             entries = snapshot.entries
@@ -421,20 +422,30 @@ public final class SyncEngine: Sendable {
             self.storage = storage
         }
 
+        /// Moves `r` past listed copies of the marker.
+        private mutating func skipMarker() {
+            while r < remote.count && remote.comparePath(at: r, with: markerPath) == 0 { r += 1 }
+        }
+
         /// The state's next entry, in path order.
         mutating func stored(_ entry: StateEntry) {
-            while r < remote.count && ByteOrder.compare(remote[r].path, entry.path) < 0 { adoptNextListed() }
+            skipMarker()
+            while r < remote.count && remote.comparePath(at: r, with: entry.path) < 0 {
+                adoptNextListed()
+                skipMarker()
+            }
             var listed = false
-            while r < remote.count && ByteOrder.compare(remote[r].path, entry.path) == 0 {
-                let file = remote[r]
+            while r < remote.count && remote.comparePath(at: r, with: entry.path) == 0 {
+                let file = r
                 r += 1
-                if r < remote.count && ByteOrder.compare(remote[r].path, file.path) == 0 { continue }  // a duplicate listing: the last counts
+                if r < remote.count && remote.comparePaths(r, file) == 0 { continue }  // a duplicate listing: the last counts
                 listed = true
                 held += 1
-                if entry.size == file.size, entry.remoteId == nil || file.remoteId == nil || entry.remoteId == file.remoteId {
+                let size = remote.size(at: file)
+                if entry.size == size, entry.remoteId == nil || !remote.hasRemoteId(at: file) || remote.remoteId(at: file, is: entry.remoteId) {
                     known(entry)
-                } else if entry.size == file.size, let recorded = entry.remoteId, let id = file.remoteId,
-                          storage.isSameVersion(recorded: recorded, listed: file) {
+                } else if entry.size == size, let recorded = entry.remoteId, let id = remote.remoteId(at: file),
+                          storage.isSameVersion(recorded: recorded, listed: remote[file]) {
                     var refreshed = entry  // an id of an older form: recorded afresh, hash kept
                     refreshed.remoteId = id
                     adopt.append(refreshed)
@@ -448,7 +459,11 @@ public final class SyncEngine: Sendable {
 
         /// After the state's last entry.
         mutating func finish() {
-            while r < remote.count { adoptNextListed() }
+            skipMarker()
+            while r < remote.count {
+                adoptNextListed()
+                skipMarker()
+            }
             while let index = nextLocal() {
                 i += 1
                 compare(index, with: nil)
@@ -456,14 +471,14 @@ public final class SyncEngine: Sendable {
         }
 
         private mutating func adoptNextListed() {
-            let file = remote[r]
+            let file = r
             r += 1
-            if r < remote.count && ByteOrder.compare(remote[r].path, file.path) == 0 { return }  // a duplicate listing
+            if r < remote.count && remote.comparePaths(r, file) == 0 { return }  // a duplicate listing
             adoptFile(file)
         }
 
-        private mutating func adoptFile(_ file: RemoteFile) {
-            let adopted = StateEntry(path: file.path, size: file.size, digest: nil, remoteId: file.remoteId)
+        private mutating func adoptFile(_ file: Int) {
+            let adopted = StateEntry(path: remote.path(at: file), size: remote.size(at: file), digest: nil, remoteId: remote.remoteId(at: file))
             adopt.append(adopted)
             known(adopted)
         }
@@ -520,19 +535,20 @@ public final class SyncEngine: Sendable {
     private func begin(_ snapshot: SyncSnapshot) async throws -> Beginning {
         if let reason = await gateReason() { return .stop(reason) }
         if case .held(let reason) = try state.hold() { return .stop(.writeHeld(reason: reason)) }
-        let files: [RemoteFile]
+        let files: RemoteFileList
         let marker: RemoteFile?
         let providerKey: String?
         let writer: MarkerWriter
         do {
             // A file listed under a spelling no request can name is not the backup's: left alone.
-            var listed = try await storage.list()
-            marker = listed.first { $0.path == markerPath && !$0.foreignSpelling }
-            // In place: a listing is the run's largest array.
-            listed.removeAll { $0.foreignSpelling || $0.path == markerPath }
-            files = listed
+            let listed = try await storage.list()
+            let markerIndex = listed.indices.first { listed.comparePath(at: $0, with: markerPath) == 0 && !listed.foreignSpelling(at: $0) }
+            marker = markerIndex.map { listed[$0] }
+            // The marker stays in the list (the plan passes over it); foreign spellings, which
+            // are rare, are taken out (a copy only then).
+            files = listed.indices.contains(where: listed.foreignSpelling(at:)) ? listed.removing(where: listed.foreignSpelling(at:)) : listed
             providerKey = try await storage.identityKey()
-            writer = try await markerWriter(snapshot, marker: marker, listedFiles: files.count + 1)
+            writer = try await markerWriter(snapshot, marker: marker, listedFiles: files.count + (markerIndex == nil ? 1 : 0))
         } catch {
             return .failed(try cloudError(error))
         }

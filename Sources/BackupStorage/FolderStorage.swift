@@ -115,22 +115,18 @@ public struct FolderStorage: RemoteStorage {
     ///
     /// Leaves out the volume id file at the root and temporary files anywhere; symbolic links
     /// are neither listed nor followed.
-    public func list() async throws -> [RemoteFile] {
+    public func list() async throws -> RemoteFileList {
         try mapped {
             let rootFD = try openRoot()
             defer { close(rootFD) }
             let walker = DirectoryWalker(rootPath: rootForMessages) { folder, name in
                 name.hasPrefix(Self.temporaryFilePrefix) || (folder.isEmpty && name == Self.volumeIdFileName)
             }
-            var files: [RemoteFile] = []
+            var files = RemoteFileList()
             try walker.walk(rootFD) { path, status in
                 files.append(RemoteFile(path: path, size: Int64(status.st_size), remoteId: Self.remoteId(status)))
             }
-            // Grown by doubling, the array may hold twice its files; the listing of a large tree
-            // is held for the whole run, so it is returned at its size.
-            return files.capacity > files.count + files.count / 8 ? Array(unsafeUninitializedCapacity: files.count) { buffer, count in
-                count = buffer.initialize(fromContentsOf: files)
-            } : files
+            return files
         }
     }
 

@@ -138,11 +138,10 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     }
 
     /// Every object under the prefix, by ListObjectsV2 with continuation.
-    public func list() async throws -> [RemoteFile] {
+    public func list() async throws -> RemoteFileList {
         let keyPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
-        var files: [RemoteFile] = []
-        var seen = Set<String>()
-        var repeated = 0, undecodable = 0
+        var files = RemoteFileList()
+        var undecodable = 0
         var token: String?
         repeat {
             var query = [("list-type", "2"), ("prefix", keyPrefix)]
@@ -178,17 +177,16 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
                 }
                 let path = names.compactMap { $0 }.joined(separator: "/")
                 let size = object.text(of: "Size").flatMap { Int64($0) } ?? 0
-                // A key on two pages (a server's paging slipped): the first is kept.
-                guard seen.insert(path).inserted else {
-                    repeated += 1
-                    if repeated <= 50 { listingNotes.withLock { $0.append("left out of the listing: \(path) was listed again") } }
-                    continue
-                }
                 files.append(RemoteFile(path: path, size: size, remoteId: object.text(of: "ETag").map(Self.unquoted)))
             }
             token = root.text(of: "IsTruncated") == "true" ? root.text(of: "NextContinuationToken") : nil
         } while token != nil
-        if repeated > 50 { listingNotes.withLock { $0.append("… and \(repeated - 50) more keys listed again") } }
+        // A key on two pages (a server's paging slipped): the first is kept. Found by sorting
+        // the listing, not with a set of every path.
+        let (unique, repeatedPaths) = files.removingRepeatedPaths()
+        files = unique
+        for path in repeatedPaths.prefix(50) { listingNotes.withLock { $0.append("left out of the listing: \(path) was listed again") } }
+        if repeatedPaths.count > 50 { listingNotes.withLock { $0.append("… and \(repeatedPaths.count - 50) more keys listed again") } }
         if undecodable > 50 { listingNotes.withLock { $0.append("… and \(undecodable - 50) more keys spelt as this program never spells a name") } }
         return files
     }

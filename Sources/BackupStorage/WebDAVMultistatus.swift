@@ -2,7 +2,8 @@
 // as its closing tag arrives, with only the fields the provider uses (href, resourcetype
 // collection, getcontentlength, getetag, oc:fileid, current-user-principal, RFC 4331 quota).
 // Memory is the entries themselves plus one href's text; a listing of any size never sits
-// in memory as a body or a tree. Hrefs naming another server or a path outside the remote
+// in memory as a body or a tree. A listing's plain files go straight into a packed list
+// (`FileCollection`): only folders, temporaries and foreign spellings stay entries. Hrefs naming another server or a path outside the remote
 // folder, or spelling a name `WireName` does not make, are left out with a note.
 
 import BackupEngine
@@ -24,6 +25,14 @@ struct WebDAVEntry: Sendable {
     var foreignSpelling = false
 }
 
+/// Which file entries of a listing go into its packed list rather than its entries.
+struct FileCollection: Sendable {
+    /// The folder a `Depth: 1` listing is of: files in it only (nil: any depth).
+    var folder: [String]?
+    /// Temporary files (this name prefix) stay entries: their times decide their sweep.
+    var temporaryPrefix: String
+}
+
 /// Gathers the entries of a 207 body as libcurl delivers it.
 final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
     // @unchecked: one transfer uses it at a time. The HTTP thread calls reset/consume/finish
@@ -37,17 +46,23 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
 
     private let base: [String]
     private let server: WebDAVEndpoint
+    private let collection: FileCollection?
     private var tokenizer = XMLTokenizer()
     private var handler: Handler
 
-    init(endpoint: WebDAVEndpoint) {
+    init(endpoint: WebDAVEndpoint, collecting collection: FileCollection? = nil) {
         base = endpoint.folder
         server = endpoint
-        handler = Handler(base: endpoint.folder, server: endpoint)
+        self.collection = collection
+        handler = Handler(base: endpoint.folder, server: endpoint, collection: collection)
     }
 
-    /// The entries, in the order the server sent them.
+    /// The entries, in the order the server sent them (the collected files left out).
     var entries: [WebDAVEntry] { handler.entries }
+    /// The plain files collected, in the order the server sent them.
+    var files: RemoteFileList { handler.files }
+    /// The most path components of a collected file.
+    var deepestFile: Int { handler.deepestFile }
     /// What was left out, and why, for the person to read.
     var notes: [String] {
         handler.notes + (handler.notesDropped > 0 ? ["… and \(handler.notesDropped) more entries left out"] : [])
@@ -55,7 +70,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
 
     func reset() {
         tokenizer = XMLTokenizer()
-        handler = Handler(base: base, server: server)
+        handler = Handler(base: base, server: server, collection: collection)
     }
 
     func consume(_ bytes: UnsafeRawBufferPointer) throws {
@@ -78,7 +93,10 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
 
         let base: [String]
         let server: WebDAVEndpoint
+        let collection: FileCollection?
         var entries: [WebDAVEntry] = []
+        var files = RemoteFileList()
+        var deepestFile = 0
         var notes: [String] = []
         var notesDropped = 0
 
@@ -93,9 +111,20 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
         private var foundFileId: String?
         private var statusOK = false
 
-        init(base: [String], server: WebDAVEndpoint) {
+        init(base: [String], server: WebDAVEndpoint, collection: FileCollection?) {
             self.base = base
             self.server = server
+            self.collection = collection
+        }
+
+        /// Keeps a parsed response: a plain file into `files` when collecting, else as an entry.
+        private mutating func keep(_ entry: WebDAVEntry) {
+            guard let collection, !entry.isCollection, !entry.foreignSpelling, let name = entry.path.last,
+                  !name.hasPrefix(collection.temporaryPrefix)
+            else { return entries.append(entry) }
+            if let folder = collection.folder, entry.path.count != folder.count + 1 || !entry.path.starts(with: folder) { return }
+            deepestFile = max(deepestFile, entry.path.count)
+            files.append(RemoteFile(path: entry.path.joined(separator: "/"), size: entry.size, remoteId: entry.remoteId))
         }
 
         mutating func startElement(namespace: String, name: String) throws {
@@ -223,7 +252,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
                 }
                 // A trailing "/" marks a collection even where resourcetype was not returned.
                 if href.hasSuffix("/") { response.isCollection = true }
-                entries.append(response)
+                keep(response)
             }
         }
 

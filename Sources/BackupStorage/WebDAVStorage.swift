@@ -110,11 +110,11 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     ///
     /// One `PROPFIND Depth: infinity` where the server allows it; otherwise (or when the answer
     /// looks cut to one level, as some servers do silently) a walk with `Depth: 1` per folder.
-    public func list() async throws -> [RemoteFile] {
+    public func list() async throws -> RemoteFileList {
         if infiniteDepth.withLock({ $0 }) != false {
             let (response, stream) = try await propfind(
                 folderURL: endpoint.folderURL, depth: "infinity", properties: Self.fileProperties,
-                what: "listing \(endpoint.displayURL)")
+                what: "listing \(endpoint.displayURL)", collecting: FileCollection(folder: nil, temporaryPrefix: Self.temporaryFilePrefix))
             try checkRoot(response, what: "listing")
             // A redirect is not a refusal of the depth: it is never followed, nor walked around.
             if response.status == 401 || (300..<400).contains(response.status) {
@@ -123,10 +123,10 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             if response.status == 207 {
                 let entries = try parseMultistatus(response, stream, what: "listing", notes: true)
                 let folders = entries.filter { $0.isCollection && !$0.path.isEmpty }
-                let deepest = entries.map { $0.path.count }.max() ?? 0
+                let deepest = max(entries.map { $0.path.count }.max() ?? 0, stream.deepestFile)
                 if folders.isEmpty || deepest > 1 {
                     infiniteDepth.withLock { $0 = true }
-                    return files(in: entries)
+                    return files(in: entries, collected: stream.files)
                 }
             } else {
                 infiniteDepth.withLock { $0 = false }
@@ -451,13 +451,12 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         "<d:resourcetype/>", "<d:getcontentlength/>", "<d:getetag/>", "<oc:fileid/>", "<d:getlastmodified/>",
     ]
 
-    /// The files among `entries`, temporaries left out; a path listed again (the same href
-    /// twice, or spelt with another percent-encoding) keeps its first entry, with a note.
-    private func files(in entries: [WebDAVEntry]) -> [RemoteFile] {
+    /// The files among `entries` and those `collected` as they were parsed, temporaries left
+    /// out; a path listed again (the same href twice, or spelt with another percent-encoding)
+    /// keeps its first entry, with a note.
+    private func files(in entries: [WebDAVEntry], collected: RemoteFileList) -> RemoteFileList {
         var folders = Set<String>()
-        var seen = Set<String>()
-        var duplicates: [String] = []
-        var result: [RemoteFile] = []
+        var result = collected
         var temporaries: [(parts: [String], lastModified: String?)] = []
         for entry in entries {
             let path = entry.path.joined(separator: "/")
@@ -474,38 +473,37 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
                 temporaries.append((entry.path, entry.lastModified))
                 continue
             }
-            guard seen.insert(path).inserted else {
-                duplicates.append(path)
-                continue
-            }
             result.append(RemoteFile(path: path, size: entry.size, remoteId: entry.remoteId))
         }
         knownFolders.withLock { $0.formUnion(folders) }
         listedTemporaries.withLock { $0 = temporaries }
+        let (unique, duplicates) = result.removingRepeatedPaths()
         if !duplicates.isEmpty {
             let shown = duplicates.prefix(MultistatusStream.maxNotes).map { "left out of the listing: \($0) was listed again" }
             let more = duplicates.count > shown.count ? ["… and \(duplicates.count - shown.count) more files listed again"] : []
             listingNotes.withLock { $0 += shown + more }
         }
-        return result
+        return unique
     }
 
     /// Lists folder by folder with `Depth: 1`, a few folders at a time.
-    private func walk() async throws -> [RemoteFile] {
+    private func walk() async throws -> RemoteFileList {
         var pending: [[String]] = [[]]
         var entries: [WebDAVEntry] = []
+        var collected = RemoteFileList()
         while !pending.isEmpty {
             let batch = Array(pending.prefix(4))
             pending.removeFirst(batch.count)
-            let results = try await withThrowingTaskGroup(of: [WebDAVEntry].self) { group in
+            let results = try await withThrowingTaskGroup(of: ([WebDAVEntry], RemoteFileList).self) { group in
                 for folder in batch {
                     group.addTask { try await self.listOneLevel(folder) }
                 }
-                var all: [[WebDAVEntry]] = []
+                var all: [([WebDAVEntry], RemoteFileList)] = []
                 for try await result in group { all.append(result) }
                 return all
             }
-            for level in results {
+            for (level, files) in results {
+                collected.append(contentsOf: files)
                 for entry in level {
                     entries.append(entry)
                     // A folder spelt as no request can name it cannot be listed either.
@@ -513,33 +511,35 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
                 }
             }
         }
-        return files(in: entries)
+        return files(in: entries, collected: collected)
     }
 
-    /// The entries directly inside `folder` (not the folder itself).
-    private func listOneLevel(_ folder: [String]) async throws -> [WebDAVEntry] {
+    /// The entries directly inside `folder` (not the folder itself), plain files packed.
+    private func listOneLevel(_ folder: [String]) async throws -> ([WebDAVEntry], RemoteFileList) {
         let display = folder.isEmpty ? endpoint.displayURL : folder.joined(separator: "/")
         let (response, stream) = try await propfind(
-            folderURL: folderURL(folder), depth: "1", properties: Self.fileProperties, what: "listing \(display)")
+            folderURL: folderURL(folder), depth: "1", properties: Self.fileProperties, what: "listing \(display)",
+            collecting: FileCollection(folder: folder, temporaryPrefix: Self.temporaryFilePrefix))
         if folder.isEmpty {
             try checkRoot(response, what: "listing")
         } else if response.status == 404 {
-            return []  // removed while the walk was under way
+            return ([], [])  // removed while the walk was under way
         }
         guard response.status == 207 else { throw failure(response, "listing", display) }
-        return try parseMultistatus(response, stream, what: "listing \(display)", notes: true).filter {
+        let entries = try parseMultistatus(response, stream, what: "listing \(display)", notes: true).filter {
             $0.path.count == folder.count + 1 && $0.path.starts(with: folder)
         }
+        return (entries, stream.files)
     }
 
     /// Sends a PROPFIND whose 207 body is parsed as it arrives into the returned stream.
-    private func propfind(folderURL url: String, depth: String, properties: [String], what: String) async throws
-        -> (HTTPResponse, MultistatusStream)
-    {
+    private func propfind(
+        folderURL url: String, depth: String, properties: [String], what: String, collecting: FileCollection? = nil
+    ) async throws -> (HTTPResponse, MultistatusStream) {
         let body = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
             + "<d:propfind xmlns:d=\"DAV:\" xmlns:oc=\"http://owncloud.org/ns\"><d:prop>"
             + properties.joined() + "</d:prop></d:propfind>"
-        let stream = MultistatusStream(endpoint: endpoint)
+        let stream = MultistatusStream(endpoint: endpoint, collecting: collecting)
         let response = try await send(
             what, method: "PROPFIND", url: url,
             headers: [("Depth", depth), ("Content-Type", "application/xml; charset=utf-8")],

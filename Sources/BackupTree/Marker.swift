@@ -1034,7 +1034,9 @@ extension Marker {
             try Marker.appendHeader(groups: groups, writer: writer, to: &header)
             let deflater: Deflater
             do {
-                deflater = try Deflater(level: Marker.compressionLevel)
+                // The frame's header first, its format byte set by `finish`: the compressed
+                // content is never copied into a frame of its own.
+                deflater = try Deflater(level: Marker.compressionLevel, prefix: Marker.magic + [0])
             } catch {
                 throw .invalidContent(error.description)
             }
@@ -1085,14 +1087,15 @@ extension Marker {
                 }
                 try flushIfFull()
             }
-            let compressed: Data
+            var framed: Data
             do {
                 try pending.withUnsafeBufferPointer { bytes throws(ZlibError) in try deflater.write(bytes) }
-                compressed = try deflater.finish()
+                framed = try deflater.finish()
             } catch {
                 throw .invalidContent(error.description)
             }
-            return Marker.framed(format: Marker.format(hasEntries: entryCount > 0, writer: writer), compressed: compressed)
+            framed[framed.startIndex + Marker.magic.count] = Marker.format(hasEntries: entryCount > 0, writer: writer)
+            return framed
         }
 
         private func flushIfFull() throws(MarkerError) {

@@ -51,7 +51,7 @@ public enum RestorePlanner {
     ///
     /// - Parameter only: restore only these groups (by name); nil restores all.
     public static func plan(
-        marker data: Data, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
+        marker data: Data, source: SourceRef, files: RemoteFileList, target: RestoreTarget,
         markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
     ) throws(MarkerError) -> PlannedRestore {
         var planned: [(id: Int64, file: RestoreFile)] = []
@@ -66,9 +66,25 @@ public enum RestorePlanner {
         return collected(planned, outline, source: source, target: target)
     }
 
-    /// The same plan from a marker already decoded.
+    /// The same plan from a listing given as an array (packed here).
+    public static func plan(
+        marker data: Data, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
+        markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
+    ) throws(MarkerError) -> PlannedRestore {
+        try plan(marker: data, source: source, files: RemoteFileList(files), target: target, markerPath: markerPath, only: only)
+    }
+
+    /// The same plan from a marker already decoded, and a listing given as an array.
     public static func plan(
         marker: Marker, source: SourceRef, files: [RemoteFile], target: RestoreTarget,
+        markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
+    ) -> PlannedRestore {
+        plan(marker: marker, source: source, files: RemoteFileList(files), target: target, markerPath: markerPath, only: only)
+    }
+
+    /// The same plan from a marker already decoded.
+    public static func plan(
+        marker: Marker, source: SourceRef, files: RemoteFileList, target: RestoreTarget,
         markerPath: String = SyncEngine.defaultMarkerPath, only: Set<String>? = nil
     ) -> PlannedRestore {
         var planned: [(id: Int64, file: RestoreFile)] = []
@@ -105,7 +121,7 @@ public enum RestorePlanner {
     /// A hard link is kept only to a file this plan places (one placed before it: a link's
     /// target comes first in byte order).
     public static func plan(
-        marker data: Data, files: [RemoteFile], target: RestoreTarget, markerPath: String = SyncEngine.defaultMarkerPath,
+        marker data: Data, files: RemoteFileList, target: RestoreTarget, markerPath: String = SyncEngine.defaultMarkerPath,
         only: Set<String>? = nil, into sink: (_ id: Int64, _ file: RestoreFile) throws -> Void
     ) throws -> PlanOutline {
         try withoutActuallyEscaping(sink) { sink in
@@ -124,7 +140,7 @@ public enum RestorePlanner {
     /// The planner as a marker's visitor: the listing, sorted once, walked beside the
     /// marker's entries (both in byte order).
     struct Planning: MarkerVisitor {
-        let files: [RemoteFile]
+        let files: RemoteFileList
         let target: RestoreTarget
         let markerPath: String
         let only: Set<String>?
@@ -148,13 +164,13 @@ public enum RestorePlanner {
         var outline = PlanOutline()
         var sinkFailure: (any Error)?
 
-        init(files: [RemoteFile], target: RestoreTarget, markerPath: String, only: Set<String>?, sink: @escaping (Int64, RestoreFile) throws -> Void) {
+        init(files: RemoteFileList, target: RestoreTarget, markerPath: String, only: Set<String>?, sink: @escaping (Int64, RestoreFile) throws -> Void) {
             self.files = files
             self.target = target
             self.markerPath = markerPath
             self.only = only
             self.sink = sink
-            order = ByteOrder.sortedIndices(count: files.count) { files[$0].path }
+            order = files.sortedIndicesByPath()
             planned = Array(repeating: false, count: files.count)
         }
 
@@ -171,7 +187,7 @@ public enum RestorePlanner {
 
         mutating func entry(_ path: String, _ entry: MarkerEntry, hash: String?, line: Int) throws(MarkerError) {
             // The listed files before this entry have none.
-            while cursor < order.count, ByteOrder.compare(files[order[cursor]].path, path) < 0 {
+            while cursor < order.count, files.comparePath(at: order[cursor], with: path) < 0 {
                 withoutEntry.append(cursor)
                 cursor += 1
             }
@@ -180,7 +196,7 @@ public enum RestorePlanner {
                 treeEntry(path, entry)
             case .file, .hardLink:
                 var matched = false
-                while cursor < order.count, ByteOrder.compare(files[order[cursor]].path, path) == 0 {
+                while cursor < order.count, files.comparePath(at: order[cursor], with: path) == 0 {
                     if !matched { try take(cursor, entry: entry, hash: hash) }
                     matched = true
                     cursor += 1
@@ -202,7 +218,7 @@ public enum RestorePlanner {
             cursor = order.count
             for position in withoutEntry {
                 do {
-                    try take(position, entry: nil, hash: hashes[files[order[position]].path])
+                    try take(position, entry: nil, hash: hashes.isEmpty ? nil : hashes[files.path(at: order[position])])
                 } catch {
                     throw sinkFailure ?? error
                 }
@@ -237,7 +253,7 @@ public enum RestorePlanner {
             if file.path == markerPath { return }
             // A listing that names a path twice (a damaged or hostile server) keeps its first
             // entry; two names that differ only in Unicode normalisation are two files.
-            if position > 0, files[order[position - 1]].path.utf8.elementsEqual(file.path.utf8) { return }
+            if position > 0, files.comparePaths(order[position - 1], order[position]) == 0 { return }
             if file.foreignSpelling {
                 outline.refused.append(RefusedPath(remotePath: file.path, reason: "the remote lists it under a spelling this program "
                     + "never writes (a lone \u{201B}, a control character, or a private-use escape that stands for no byte "

@@ -144,7 +144,9 @@ final class Deflater {
     private var output = Data()
     private var open = false
 
-    init(level: Int32) throws(ZlibError) {
+    /// - Parameter prefix: bytes the output starts with (a frame's header), before the compressed ones.
+    init(level: Int32, prefix: [UInt8] = []) throws(ZlibError) {
+        output.append(contentsOf: prefix)
         stream.initialize(to: z_stream())
         let code = backup_deflate_init(stream, level)
         // On a failure deinit still runs (every property is set): it frees the buffers.
@@ -165,7 +167,7 @@ final class Deflater {
         try run(bytes, flush: Z_NO_FLUSH)
     }
 
-    /// Ends the stream and returns everything compressed.
+    /// Ends the stream and returns the prefix and everything compressed.
     func finish() throws(ZlibError) -> Data {
         try run(UnsafeBufferPointer(start: nil, count: 0), flush: Z_FINISH)
         deflateEnd(stream)

@@ -161,7 +161,7 @@ public final class FaultyStorage: RemoteStorage {
         }
     }
 
-    public func list() async throws -> [RemoteFile] {
+    public func list() async throws -> RemoteFileList {
         try await enter(.list)
         return try await base.list()
     }

@@ -47,7 +47,7 @@ final class RestoreTargetTests: XCTestCase {
         guard case .found(let marker, let source, let listing) = await SyncEngine(storage: storage, state: state).probe() else {
             throw XCTSkip("no backup")
         }
-        return (marker, source, listing)
+        return (marker, source, Array(listing))
     }
 
     private func planned(into target: RestoreTarget, extra: [RemoteFile] = [], only: Set<String>? = nil) async throws -> PlannedRestore {

@@ -35,11 +35,12 @@ enum ProbeCommand {
         case .found(let marker, let source, let files):
             (result["status"], result["probe"]) = ("completed", "found")
             let groups = (try? Marker.header(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)).groups) ?? []
+            let bytes = files.indices.reduce(Int64(0)) { $0 + files.size(at: $1) }
             result["files"] = files.count - 1
-            result["bytes"] = files.reduce(0) { $0 + $1.size }
+            result["bytes"] = bytes
             result["groups"] = groups.map { ["name": $0.name, "required": $0.required] }
             result["fingerprint"] = source.markerFingerprint
-            text = "found: \(files.count - 1) files (\(Output.bytes(files.reduce(0) { $0 + $1.size }))), groups: "
+            text = "found: \(files.count - 1) files (\(Output.bytes(bytes))), groups: "
                 + (groups.isEmpty ? "none" : groups.map { $0.name + ($0.required ? " (required)" : "") }.joined(separator: ", "))
             status = .success
         }
