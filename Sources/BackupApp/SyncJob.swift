@@ -164,12 +164,15 @@ extension BackupApp {
                 }
             }
             let writtenTree = Mutex<[TreeEntry]?>(nil)
+            // The marker is made into a file beside the state (it is tens of megabytes for a
+            // large tree) and uploaded from there.
+            let markerFolder = paths.stateFolder(profile: profile.name)
             var snapshot = SyncSnapshot(
-                entries: entries, makeMarker: { held in
+                entries: entries, writeMarker: { held in
                     let carried = try unseenTree().kept
                     let full = carried.isEmpty ? tree : ByteOrder.sorted(tree + carried, by: \.path)
                     writtenTree.withLock { $0 = full }
-                    return try BackupApp.marker(writerProfile, held: held, tree: full, hardLinks: links)
+                    return try BackupApp.markerFile(writerProfile, held: held, tree: full, hardLinks: links, in: markerFolder)
                 },
                 isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep,
                 allowMissingRemote: request.allowMissingRemote, writer: writer)
@@ -242,15 +245,42 @@ extension BackupApp {
     ///
     /// Throws `AppError.usage` for a marker that could not be read back, and the state's
     /// error when `held` cannot be read.
+    /// `marker(…)` made into a new temporary file (0600) in `folder`, for the engine to upload
+    /// and remove.
+    static func markerFile(
+        _ profile: Profile, held: HeldEntries, tree: [TreeEntry], hardLinks: [String: String], in folder: String
+    ) throws -> MarkerBody {
+        var template = Array((folder + "/.marker-upload.XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
+        guard fd >= 0 else {
+            throw AppError.failure("cannot make a temporary file for the marker in \(folder): \(String(cString: strerror(errno)))")
+        }
+        let path = String(cString: template)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        defer { close(fd) }
+        do {
+            _ = try marker(profile, held: held, tree: tree, hardLinks: hardLinks, file: fd)
+            guard fsync(fd) == 0 || errno == EINVAL else {
+                throw AppError.failure("cannot write the marker's temporary file \(path): \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            unlink(path)
+            throw error
+        }
+        return .file(path)
+    }
+
+    /// - Parameter file: a descriptor the marker's bytes are written to instead (then it
+    ///   returns no bytes).
     @Sendable static func marker(
-        _ profile: Profile, held: HeldEntries, tree: [TreeEntry] = [], hardLinks: [String: String] = [:]
+        _ profile: Profile, held: HeldEntries, tree: [TreeEntry] = [], hardLinks: [String: String] = [:], file: Int32? = nil
     ) throws -> Data {
         let names = OwnerNames()
         let groups = profile.groups.enumerated().map { index, group in
             MarkerGroup(name: group.name, required: group.required, patterns: group.patterns, order: index)
         }
         do {
-            let writer = try Marker.Writer(groups: groups, writer: profile.writer, linkTargets: hardLinks.values)
+            let writer = try Marker.Writer(groups: groups, writer: profile.writer, linkTargets: hardLinks.values, file: file)
             var next = 0
             func writeTree(before path: String?) throws {
                 while next < tree.count, path.map({ ByteOrder.compare(tree[next].path, $0) <= 0 }) ?? true {

@@ -196,12 +196,17 @@ public final class SyncEngine: Sendable {
             // The marker describes what the remote holds now: the state, which recorded every
             // upload as it landed (every upload in flight has finished by now). A marker that
             // cannot be made is the local side's failure: it is thrown.
-            let markerBytes = try snapshot.marker(HeldEntries(state: state, excluding: markerPath))
+            let markerBody = try snapshot.marker(HeldEntries(state: state, excluding: markerPath))
+            defer { if case .file(let path) = markerBody { _ = FileName.withCString(path) { unlink($0) } } }
             do {
                 // Everything before the marker is made durable first, then the marker itself:
                 // a marker on the remote always describes files that are really there.
                 try await storage.flush()
-                let file = try await storage.writeBytes(markerPath, markerBytes)
+                let file: RemoteFile
+                switch markerBody {
+                case .bytes(let bytes): file = try await storage.writeBytes(markerPath, bytes)
+                case .file(let path): file = try await storage.writeFile(markerPath, from: path)
+                }
                 try await storage.flush()
                 report.uploaded.append(markerPath)
                 report.uploadedBytes += file.size

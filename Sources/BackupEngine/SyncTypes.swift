@@ -230,7 +230,7 @@ public struct SyncSnapshot: Sendable {
     /// with the hash and size recorded when it was uploaded, so an upload skipped this run
     /// never publishes a hash the remote lacks. Called only by a run that writes the marker:
     /// most runs of a large tree change nothing, and encoding a marker is not free.
-    public var marker: @Sendable (_ held: HeldEntries) throws -> Data
+    public var marker: @Sendable (_ held: HeldEntries) throws -> MarkerBody
     /// Remote files the snapshot lacks that stay on the remote (as if `.absent`): asked of
     /// every listed path with no snapshot entry, so what is kept never depends on the state
     /// cache (keep_remotely patterns, folders that cannot be read, files a restore has not
@@ -284,14 +284,34 @@ public struct SyncSnapshot: Sendable {
         allowShrink: Bool = false, keep: @escaping @Sendable (String) -> Bool = { _ in false },
         allowMissingRemote: Bool = false, writer: WriterCheck? = nil
     ) {
+        self.init(
+            entries: entries, writeMarker: { .bytes(try makeMarker($0)) }, isEmpty: isEmpty, allowShrink: allowShrink, keep: keep,
+            allowMissingRemote: allowMissingRemote, writer: writer)
+    }
+
+    /// A snapshot whose marker may be made into a file (`MarkerBody.file`).
+    public init(
+        entries: SyncEntryList, writeMarker: @escaping @Sendable (_ held: HeldEntries) throws -> MarkerBody, isEmpty: Bool? = nil,
+        allowShrink: Bool = false, keep: @escaping @Sendable (String) -> Bool = { _ in false },
+        allowMissingRemote: Bool = false, writer: WriterCheck? = nil
+    ) {
         self.entries = entries
-        self.marker = makeMarker
+        self.marker = writeMarker
         self.isEmpty = isEmpty ?? entries.isEmpty
         self.allowShrink = allowShrink
         self.keep = keep
         self.allowMissingRemote = allowMissingRemote
         self.writer = writer
     }
+}
+
+/// A marker's bytes as made for its upload.
+public enum MarkerBody: Sendable {
+    /// In memory.
+    case bytes(Data)
+    /// In this local file (a marker of a large backup is tens of megabytes, not held): a
+    /// temporary file the engine uploads and then removes, whatever the upload's outcome.
+    case file(String)
 }
 
 /// What the remote holds after a run's writes, as the state recorded each upload: every entry

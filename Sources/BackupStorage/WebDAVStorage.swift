@@ -486,23 +486,24 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         return unique
     }
 
-    /// Lists folder by folder with `Depth: 1`, a few folders at a time.
+    /// How many `Depth: 1` listings a walk keeps in flight (rclone's checkers: 8).
+    static let listingConcurrency = 8
+
+    /// Lists folder by folder with `Depth: 1`, up to `listingConcurrency` folders at once, a
+    /// new one sent as soon as any answers; sorted by path (the order of the answers is not).
     private func walk() async throws -> RemoteFileList {
         var pending: [[String]] = [[]]
         var entries: [WebDAVEntry] = []
         var collected = RemoteFileList()
-        while !pending.isEmpty {
-            let batch = Array(pending.prefix(4))
-            pending.removeFirst(batch.count)
-            let results = try await withThrowingTaskGroup(of: ([WebDAVEntry], RemoteFileList).self) { group in
-                for folder in batch {
+        try await withThrowingTaskGroup(of: ([WebDAVEntry], RemoteFileList).self) { group in
+            var running = 0
+            while true {
+                while running < Self.listingConcurrency, let folder = pending.popLast() {
                     group.addTask { try await self.listOneLevel(folder) }
+                    running += 1
                 }
-                var all: [([WebDAVEntry], RemoteFileList)] = []
-                for try await result in group { all.append(result) }
-                return all
-            }
-            for (level, files) in results {
+                guard running > 0, let (level, files) = try await group.next() else { break }
+                running -= 1
                 collected.append(contentsOf: files)
                 for entry in level {
                     entries.append(entry)
@@ -511,7 +512,8 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
                 }
             }
         }
-        return files(in: entries, collected: collected)
+        entries.sort { $0.path.joined(separator: "/").utf8.lexicographicallyPrecedes($1.path.joined(separator: "/").utf8) }
+        return files(in: entries, collected: collected.sortedByPath())
     }
 
     /// The entries directly inside `folder` (not the folder itself), plain files packed.

@@ -1026,9 +1026,17 @@ extension Marker {
         /// far (byte-equal).
         private let linkTargets: Set<[UInt8]>
         private var filesLinkedTo: [[UInt8]: (size: Int64, hash: SHA256Digest?)] = [:]
+        private let file: Int32?
 
-        /// - Parameter linkTargets: every path a hard-link entry will name (its first name).
-        public init(groups: [MarkerGroup], writer: String?, linkTargets: some Sequence<String> = [String]()) throws(MarkerError) {
+        /// - Parameters:
+        ///   - linkTargets: every path a hard-link entry will name (its first name).
+        ///   - file: an open descriptor (positioned at 0, not closed here) the marker's bytes
+        ///     are written to as they are made, rather than held: a marker of a million files
+        ///     is tens of megabytes.
+        public init(
+            groups: [MarkerGroup], writer: String?, linkTargets: some Sequence<String> = [String](), file: Int32? = nil
+        ) throws(MarkerError) {
+            self.file = file
             var header: [UInt8] = []
             header.reserveCapacity(Self.flushSize + 4096)
             try Marker.appendHeader(groups: groups, writer: writer, to: &header)
@@ -1036,7 +1044,7 @@ extension Marker {
             do {
                 // The frame's header first, its format byte set by `finish`: the compressed
                 // content is never copied into a frame of its own.
-                deflater = try Deflater(level: Marker.compressionLevel, prefix: Marker.magic + [0])
+                deflater = try Deflater(level: Marker.compressionLevel, prefix: Marker.magic + [0], file: file)
             } catch {
                 throw .invalidContent(error.description)
             }
@@ -1094,7 +1102,14 @@ extension Marker {
             } catch {
                 throw .invalidContent(error.description)
             }
-            framed[framed.startIndex + Marker.magic.count] = Marker.format(hasEntries: entryCount > 0, writer: writer)
+            var format = Marker.format(hasEntries: entryCount > 0, writer: writer)
+            if let file {
+                guard pwrite(file, &format, 1, off_t(Marker.magic.count)) == 1 else {
+                    throw .invalidContent("cannot write the marker's format byte: \(String(cString: strerror(errno)))")
+                }
+                return Data()
+            }
+            framed[framed.startIndex + Marker.magic.count] = format
             return framed
         }
 

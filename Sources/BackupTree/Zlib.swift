@@ -4,6 +4,10 @@
 import CZlib
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Why a zlib operation failed.
 public enum ZlibError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The compressed stream stops before its end.
@@ -142,12 +146,18 @@ final class Deflater {
     private let chunkSize = Zlib.chunkSize
     private let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: Zlib.chunkSize)
     private var output = Data()
+    /// Where the output goes instead of `output`: an open file (not closed here).
+    private let file: Int32?
     private var open = false
 
-    /// - Parameter prefix: bytes the output starts with (a frame's header), before the compressed ones.
-    init(level: Int32, prefix: [UInt8] = []) throws(ZlibError) {
-        output.append(contentsOf: prefix)
+    /// - Parameters:
+    ///   - prefix: bytes the output starts with (a frame's header), before the compressed ones.
+    ///   - file: a descriptor the output is written to as it is made, rather than kept.
+    init(level: Int32, prefix: [UInt8] = [], file: Int32? = nil) throws(ZlibError) {
+        self.file = file
         stream.initialize(to: z_stream())
+        // A failure throws before `open`, and deinit frees the buffers.
+        if !prefix.isEmpty { try prefix.withUnsafeBufferPointer { bytes throws(ZlibError) in try emit(bytes) } }
         let code = backup_deflate_init(stream, level)
         // On a failure deinit still runs (every property is set): it frees the buffers.
         guard code == Z_OK else { throw .failed("deflateInit (level \(level)) returned \(code)") }
@@ -167,12 +177,29 @@ final class Deflater {
         try run(bytes, flush: Z_NO_FLUSH)
     }
 
-    /// Ends the stream and returns the prefix and everything compressed.
+    /// Ends the stream and returns the prefix and everything compressed (nothing when the
+    /// output went to a file).
     func finish() throws(ZlibError) -> Data {
         try run(UnsafeBufferPointer(start: nil, count: 0), flush: Z_FINISH)
         deflateEnd(stream)
         open = false
         return output
+    }
+
+    private func emit(_ bytes: UnsafeBufferPointer<UInt8>) throws(ZlibError) {
+        guard let file else {
+            output.append(bytes)
+            return
+        }
+        var done = 0
+        while done < bytes.count, let base = bytes.baseAddress {
+            let count = Glibc.write(file, base + done, bytes.count - done)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .failed("cannot write the compressed output: \(String(cString: strerror(errno)))")
+            }
+            done += count
+        }
     }
 
     private func run(_ bytes: UnsafeBufferPointer<UInt8>, flush: Int32) throws(ZlibError) {
@@ -185,7 +212,7 @@ final class Deflater {
             stream.pointee.avail_out = UInt32(chunkSize)
             code = deflate(stream, flush)
             if code == Z_STREAM_ERROR { throw .failed("deflate returned Z_STREAM_ERROR") }
-            output.append(chunk, count: chunkSize - Int(stream.pointee.avail_out))
+            try emit(UnsafeBufferPointer(start: chunk, count: chunkSize - Int(stream.pointee.avail_out)))
         } while stream.pointee.avail_out == 0
         if flush == Z_FINISH && code != Z_STREAM_END { throw .failed("deflate ended with code \(code)") }
     }

@@ -54,6 +54,31 @@ final class EndToEndTests: XCTestCase {
         XCTAssertTrue(changed.jsonLines.contains { $0["event"] as? String == "progress" })
     }
 
+    /// The marker is made into a temporary file beside the state and uploaded from there; the
+    /// file is gone afterwards, whether its upload landed or failed.
+    func testTheMarkersTemporaryFileIsRemovedWhetherItsUploadLandsOrFails() throws {
+        let f = try initialised()
+        for i in 0..<20 { try f.write("d\(i % 3)/f\(i).txt", "content \(i)") }
+        func leftovers() throws -> [String] {
+            let state = f.dir.path("state")
+            return (FileManager.default.enumerator(atPath: state)?.allObjects as? [String] ?? []).filter { $0.contains(".marker-upload.") }
+        }
+        XCTAssertEqual(uploaded(try f.run("sync", "--yes", "--json")), 20)
+        XCTAssertEqual(try leftovers(), [])
+        let restored = f.dir.path("restored")
+        XCTAssertEqual(try f.run("restore", "--to", restored, "--json").status, 0, "the marker uploaded from the file is whole")
+        XCTAssertEqual(try f.tree(restored)["d2/f5.txt"], Data("content 5".utf8))
+
+        // A folder where the marker goes: its upload fails.
+        try f.write("d0/new.txt", "new")
+        let marker = f.remote + "/" + SyncEngine.defaultMarkerPath
+        try FileManager.default.removeItem(atPath: marker)
+        try FileManager.default.createDirectory(atPath: marker + "/in the way", withIntermediateDirectories: true)
+        let failed = try f.run("sync", "--yes", "--json")
+        XCTAssertNotEqual(failed.status, 0, failed.stdout + failed.stderr)
+        XCTAssertEqual(try leftovers(), [])
+    }
+
     func testRemovingMostOfTheSourceIsShrinkSuspectedAndDeletesNothing() throws {
         let f = try initialised()
         for i in 0..<10 { try f.write("f\(i).txt", "\(i)") }
