@@ -249,7 +249,10 @@ final class TUIEndToEndTests: XCTestCase {
             XCTAssertEqual(Set(home.tree(target).keys), ["papers/tax-1.txt", "papers/tax-2.txt", "papers/tax-3.txt"])
 
             let resume = try self.tmux(home, size, ["restore", "--resume", "--to", target])
-            let record = try resume.wait(for: "The record of the unfinished restore:")
+            // The whole summary, not its heading: a capture can land while the screen is drawn.
+            let record = try resume.wait(for: "the record's summary") {
+                $0.contains("The record of the unfinished restore:") && $0.contains(" placed · ")
+            }
             XCTAssertTrue(record.contains("3 placed · 2 staged · 1 pending"), record)
             try resume.press("Enter")
             try resume.wait(for: "Place group \"photos\"?")
