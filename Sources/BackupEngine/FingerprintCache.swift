@@ -136,11 +136,6 @@ public struct FingerprintCache: Sendable, Equatable, ExpressibleByDictionaryLite
     }
 
     private static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
-        let common = min(a.count, b.count)
-        if common > 0, let p = a.baseAddress, let q = b.baseAddress {
-            let result = memcmp(p, q, common)
-            if result != 0 { return Int(result) }
-        }
-        return a.count - b.count
+        ByteOrder.compare(a, b)
     }
 }

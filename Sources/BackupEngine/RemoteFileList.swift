@@ -117,8 +117,9 @@ public struct RemoteFileList: RandomAccessCollection, Sendable, Equatable, Expre
         }
     }
 
+    /// Appends `other`'s files (grown as appends grow: a walk appends one folder at a time,
+    /// and reserving each time would copy the whole list per folder).
     public mutating func append(contentsOf other: RemoteFileList) {
-        records.reserveCapacity(count + other.count)
         for index in other.indices { appendCopy(of: index, from: other) }
     }
 

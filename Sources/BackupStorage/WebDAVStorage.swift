@@ -490,7 +490,8 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     static let listingConcurrency = 8
 
     /// Lists folder by folder with `Depth: 1`, up to `listingConcurrency` folders at once, a
-    /// new one sent as soon as any answers; sorted by path (the order of the answers is not).
+    /// new one sent as soon as any answers (the files in the order the answers came: a sorted
+    /// copy of a large listing would double it while it is made; the sync sorts positions).
     private func walk() async throws -> RemoteFileList {
         var pending: [[String]] = [[]]
         var entries: [WebDAVEntry] = []
@@ -512,8 +513,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
                 }
             }
         }
-        entries.sort { $0.path.joined(separator: "/").utf8.lexicographicallyPrecedes($1.path.joined(separator: "/").utf8) }
-        return files(in: entries, collected: collected.sortedByPath())
+        return files(in: entries, collected: collected)
     }
 
     /// The entries directly inside `folder` (not the folder itself), plain files packed.
