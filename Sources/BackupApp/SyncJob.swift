@@ -255,7 +255,7 @@ extension BackupApp {
         guard fd >= 0 else {
             throw AppError.failure("cannot make a temporary file for the marker in \(folder): \(String(cString: strerror(errno)))")
         }
-        let path = String(cString: template)
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         defer { close(fd) }
         do {
