@@ -57,13 +57,26 @@ public enum ByteOrder {
     /// sorted in place, with no array of the keys made for it (a large listing's paths are
     /// read where they are).
     public static func sortedIndices(count: Int, key: (Int) -> String) -> [Int] {
+        sortingIndices(count: count) { compare(key($0), key($1)) } ?? Array(0..<count)
+    }
+
+    /// The indices `0..<count` in the order `compare` gives (<0, 0 or >0, as `compare(a, b)`
+    /// says a sorts before, with or after b), equal ones in index order; nil when they are in
+    /// that order already (checked with one comparison per neighbour, nothing made).
+    public static func sortingIndices(count: Int, compare: (Int, Int) -> Int) -> [Int]? {
+        if (1..<max(count, 1)).allSatisfy({ compare($0 - 1, $0) <= 0 }) { return nil }
         var indices = Array(0..<count)
-        if isSorted(indices.lazy.map(key)) { return indices }
         indices.sort { a, b in
-            let order = compare(key(a), key(b))
+            let order = compare(a, b)
             return order != 0 ? order < 0 : a < b
         }
         return indices
+    }
+
+    /// <0, 0 or >0 as the bytes `a` sort before, with, or after the UTF-8 of `b`.
+    public static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: String) -> Int {
+        var b = b
+        return b.withUTF8 { compare(a, $0) }
     }
 
     private static func isSorted<S: Sequence>(_ keys: S) -> Bool where S.Element == String {

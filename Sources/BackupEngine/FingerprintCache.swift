@@ -41,7 +41,7 @@ public struct FingerprintCache: Sendable, Equatable, ExpressibleByDictionaryLite
     /// ignored (the state's primary key never repeats one).
     mutating func append(path: UnsafeBufferPointer<UInt8>, _ print: Fingerprint) {
         if !ends.isEmpty {
-            let inOrder = bytes.withUnsafeBufferPointer { all in Self.compare(span(ends.count - 1, in: all), path) < 0 }
+            let inOrder = bytes.withUnsafeBufferPointer { all in ByteOrder.compare(span(ends.count - 1, in: all), path) < 0 }
             guard inOrder else { return }
         }
         bytes.append(contentsOf: path)
@@ -63,7 +63,7 @@ public struct FingerprintCache: Sendable, Equatable, ExpressibleByDictionaryLite
         return path.withUTF8 { key in
             bytes.withUnsafeBufferPointer { all -> Int? in
                 let index = lowerBound(key, in: all)
-                return index < count && Self.compare(span(index, in: all), key) == 0 ? index : nil
+                return index < count && ByteOrder.compare(span(index, in: all), key) == 0 ? index : nil
             }
         }
     }
@@ -93,7 +93,7 @@ public struct FingerprintCache: Sendable, Equatable, ExpressibleByDictionaryLite
                 var end = start
                 while end < count {
                     let path = span(end, in: all)
-                    guard path.count >= key.count, Self.compare(UnsafeBufferPointer(rebasing: path[..<key.count]), key) == 0 else { break }
+                    guard path.count >= key.count, ByteOrder.compare(UnsafeBufferPointer(rebasing: path[..<key.count]), key) == 0 else { break }
                     end += 1
                 }
                 return start..<end
@@ -130,12 +130,8 @@ public struct FingerprintCache: Sendable, Equatable, ExpressibleByDictionaryLite
         var high = count
         while low < high {
             let middle = (low + high) / 2
-            if Self.compare(span(middle, in: all), key) < 0 { low = middle + 1 } else { high = middle }
+            if ByteOrder.compare(span(middle, in: all), key) < 0 { low = middle + 1 } else { high = middle }
         }
         return low
-    }
-
-    private static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
-        ByteOrder.compare(a, b)
     }
 }

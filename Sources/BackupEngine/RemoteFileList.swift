@@ -111,10 +111,7 @@ public struct RemoteFileList: RandomAccessCollection, Sendable, Equatable, Expre
 
     /// The order of the path at `position` and `path` by their bytes: negative, 0 or positive.
     public func comparePath(at position: Int, with path: String) -> Int {
-        withPathBytes(at: position) { bytes in
-            var path = path
-            return path.withUTF8 { ByteOrder.compare(bytes, $0) }
-        }
+        withPathBytes(at: position) { ByteOrder.compare($0, path) }
     }
 
     /// Appends `other`'s files (grown as appends grow: a walk appends one folder at a time,
@@ -156,20 +153,13 @@ public struct RemoteFileList: RandomAccessCollection, Sendable, Equatable, Expre
 
     /// The positions in byte order of their paths, equal paths in listed order.
     public func sortedIndicesByPath() -> [Int] {
-        var order = Array(indices)
-        if indices.dropFirst().allSatisfy({ comparePaths($0 - 1, $0) <= 0 }) { return order }
-        order.sort { a, b in
-            let result = comparePaths(a, b)
-            return result != 0 ? result < 0 : a < b
-        }
-        return order
+        ByteOrder.sortingIndices(count: count, compare: comparePaths) ?? Array(indices)
     }
 
     /// The files sorted by their paths' bytes, equal paths in listed order; the list itself
     /// when it already is (most remotes list in that order).
     public func sortedByPath() -> RemoteFileList {
-        if indices.dropFirst().allSatisfy({ comparePaths($0 - 1, $0) <= 0 }) { return self }
-        let order = sortedIndicesByPath()
+        guard let order = ByteOrder.sortingIndices(count: count, compare: comparePaths) else { return self }
         var sorted = RemoteFileList()
         sorted.records.reserveCapacity(count)
         sorted.bytes.reserveCapacity(bytes.count)

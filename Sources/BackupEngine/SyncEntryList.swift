@@ -52,10 +52,7 @@ public struct SyncEntryList: RandomAccessCollection, MutableCollection, Sendable
 
     /// The order of the path at `position` and `path` by their bytes: negative, 0 or positive.
     public func comparePath(at position: Int, with path: String) -> Int {
-        withPathBytes(at: position) { bytes in
-            var path = path
-            return path.withUTF8 { ByteOrder.compare(bytes, $0) }
-        }
+        withPathBytes(at: position) { ByteOrder.compare($0, path) }
     }
 
     /// Whether the path at `position` is `path`.
@@ -146,18 +143,7 @@ public struct SyncEntryList: RandomAccessCollection, MutableCollection, Sendable
     /// The positions in byte order of their paths, equal paths in position order; nothing is
     /// sorted when the paths already are (a scan's are).
     public func sortedByPath() -> [Int] {
-        var order = Array(indices)
-        var sorted = true
-        for index in indices.dropFirst() where comparePaths(index - 1, index) > 0 {
-            sorted = false
-            break
-        }
-        if sorted { return order }
-        order.sort { a, b in
-            let result = comparePaths(a, b)
-            return result != 0 ? result < 0 : a < b
-        }
-        return order
+        ByteOrder.sortingIndices(count: count, compare: comparePaths) ?? Array(indices)
     }
 
     /// A path changed in place: rare (a test's edit); the buffer is rebuilt.
@@ -165,14 +151,11 @@ public struct SyncEntryList: RandomAccessCollection, MutableCollection, Sendable
         var rebuilt = SyncEntryList()
         rebuilt.reserveCapacity(count, pathBytes: pathBytes.count + path.utf8.count)
         for index in indices {
-            rebuilt.bodies.append(bodies[index])
             if index == position {
-                var path = path
-                path.withUTF8 { rebuilt.pathBytes.append(contentsOf: $0) }
+                rebuilt.append(SyncEntry(path: path, body: bodies[index]))
             } else {
-                withPathBytes(at: index) { rebuilt.pathBytes.append(contentsOf: $0) }
+                rebuilt.appendCopy(of: index, from: self)
             }
-            rebuilt.pathEnds.append(rebuilt.pathBytes.count)
         }
         self = rebuilt
     }

@@ -721,10 +721,7 @@ struct ScanAssembly {
             start = end
         }
         jobs = []  // done with: not held while the result is made
-        if !vanished.isEmpty {
-            let moved = entries.remove(at: vanished)
-            for index in newFingerprints.indices { newFingerprints[index].entry = moved[newFingerprints[index].entry] }
-        }
+        if !vanished.isEmpty { follow(entries.remove(at: vanished)) }
     }
 
     private mutating func apply(_ outcome: HashOutcome, of job: HashJob, entry entryIndex: Int, vanished: inout Set<Int>) {
@@ -764,12 +761,14 @@ struct ScanAssembly {
         }
     }
 
+    /// The new fingerprints name their entries where `moved` (old position → new) put them.
+    private mutating func follow(_ moved: [Int]) {
+        for index in newFingerprints.indices { newFingerprints[index].entry = moved[newFingerprints[index].entry] }
+    }
+
     /// - Parameter localRoot: the source folder the entries' `.underRoot` paths are below.
     mutating func result(localRoot: String) -> ScanResult {
-        if needsSort {
-            let moved = entries.sortByPath()
-            for index in newFingerprints.indices { newFingerprints[index].entry = moved[newFingerprints[index].entry] }
-        }
+        if needsSort { follow(entries.sortByPath()) }
         var removed = Set(forgotten)
         if cachePathsSeen < cache.count {
             // Some cache paths were not met at all: deleted, excluded, or size-compared now.
