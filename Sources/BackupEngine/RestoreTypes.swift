@@ -94,9 +94,11 @@ public struct StagedWrite: Sendable {
     public let fd: Int32
     /// The staging's own handle on where the file is (a folder descriptor, a name).
     public let folderFD: Int32
-    public let temporaryName: String
+    /// The file's name in that folder; nil for a file that has no name until it is kept
+    /// (`UnnamedFile`).
+    public let temporaryName: String?
 
-    public init(fd: Int32, folderFD: Int32, temporaryName: String) {
+    public init(fd: Int32, folderFD: Int32, temporaryName: String?) {
         self.fd = fd
         self.folderFD = folderFD
         self.temporaryName = temporaryName

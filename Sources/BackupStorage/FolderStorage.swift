@@ -12,8 +12,9 @@ import Darwin
 
 /// A remote that is a folder on a local or mounted filesystem.
 ///
-/// Every write goes to a temporary name in the target's folder and is renamed into place, so a
-/// path holds either its old file or the whole new one. The root is never created: a missing
+/// Every write fills a file that has no name yet (or, where the filesystem has no unnamed
+/// files, a temporary name in the target's folder) and only then puts it in place, so a path
+/// holds either its old file or the whole new one. The root is never created: a missing
 /// root usually means an unmounted disk, and writing into the bare mount point would fill the
 /// system disk with a backup nobody can find. Paths are checked before any system call, and
 /// folders are opened one at a time without following links, so nothing is written outside
@@ -45,6 +46,11 @@ public struct FolderStorage: RemoteStorage {
     /// moving its temporary's mtime while it copies, so an hour without a change is a writer
     /// that is gone; machines whose clocks are an hour apart are not expected.
     public var staleTemporaryAge: Double = 3600
+
+    /// Whether a new file is filled unnamed (O_TMPFILE) and linked into place where the
+    /// filesystem allows it (`UnnamedFile`); when false every write takes a named
+    /// temporary and a rename, as on filesystems without unnamed files.
+    public var unnamedTemporaries = true
 
     /// A provider over the existing folder `root`; nothing is checked or created until first use.
     public init(root: String, durability: Durability = .batched, readOnly: Bool = false) {
@@ -203,6 +209,8 @@ public struct FolderStorage: RemoteStorage {
                 throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath): it is not a regular file")
             }
             return try place(parts, under: rootFD, creationMode: 0o600) { fd, displayPath in
+                // From the start each time: a fill that did not land is made again.
+                guard lseek(source, 0, SEEK_SET) == 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
                 do {
                     try copyContents(from: source, to: fd, expectedSize: Int64(status.st_size))
                 } catch let failure as CopyFailure {
@@ -668,18 +676,19 @@ public struct FolderStorage: RemoteStorage {
             defer { chain.forEach { close($0) } }
             let folderFD = chain.last ?? rootFD
 
-            let temporary: String
             do {
-                temporary = try createTemporary(in: folderFD, displayPath: displayPath, mode: creationMode,
-                                                sync: durability == .perFile) { fd in try fill(fd, displayPath) }
+                if try !placeUnnamed(name, in: folderFD, displayPath: displayPath, mode: creationMode, fill: fill) {
+                    let temporary = try createTemporary(in: folderFD, displayPath: displayPath, mode: creationMode,
+                                                        sync: durability == .perFile) { fd in try fill(fd, displayPath) }
+                    guard FileName.withCString(name, { renameat(folderFD, temporary, folderFD, $0) }) == 0 else {
+                        let code = errno
+                        unlinkat(folderFD, temporary, 0)
+                        throw SystemCallFailure(code: code, operation: "writing", path: displayPath)
+                    }
+                }
             } catch let failure as SystemCallFailure where failure.code == ENOENT && attempt < 3 {
                 // A concurrent delete pruned the folder between opening and creating: reopen.
                 continue
-            }
-            guard FileName.withCString(name, { renameat(folderFD, temporary, folderFD, $0) }) == 0 else {
-                let code = errno
-                unlinkat(folderFD, temporary, 0)
-                throw SystemCallFailure(code: code, operation: "writing", path: displayPath)
             }
             if durability == .perFile && fsync(folderFD) != 0 {
                 throw SystemCallFailure(code: errno, operation: "syncing the folder of", path: displayPath)
@@ -691,6 +700,30 @@ public struct FolderStorage: RemoteStorage {
             return RemoteFile(path: parts.joined(separator: "/"), size: Int64(status.st_size),
                               remoteId: Self.remoteId(status))
         }
+    }
+
+    /// Fills an unnamed file made in `folderFD` (`UnnamedFile`) and links it in as `name`,
+    /// replacing a file of that name; returns false, having written nothing, where the
+    /// filesystem has no unnamed files or this process cannot link one, and the caller then
+    /// takes a named temporary. On any failure nothing is left under any name.
+    private func placeUnnamed(
+        _ name: String, in folderFD: Int32, displayPath: String, mode: mode_t,
+        fill: (_ fd: Int32, _ displayPath: String) throws -> Void
+    ) throws -> Bool {
+        guard unnamedTemporaries, let fd = UnnamedFile.create(in: folderFD, access: O_WRONLY, mode: mode) else { return false }
+        var open = true
+        defer { if open { close(fd) } }
+        try fill(fd, displayPath)
+        if durability == .perFile && fsync(fd) != 0 {
+            throw SystemCallFailure(code: errno, operation: "syncing", path: displayPath)
+        }
+        let code = UnnamedFile.link(fd, in: folderFD, as: name, replacing: true, temporaryName: Self.temporaryName)
+        guard code == 0 else { throw SystemCallFailure(code: code, operation: "writing", path: displayPath) }
+        open = false
+        // Filesystems with unnamed files report write errors before close; were one to come
+        // now, the file is not recorded as uploaded, and the next sync writes it again.
+        if close(fd) != 0 { throw SystemCallFailure(code: errno, operation: "writing", path: displayPath) }
+        return true
     }
 
     /// Creates a temporary file in `folderFD` with `mode` (less the umask), fills it,

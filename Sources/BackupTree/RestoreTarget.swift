@@ -124,9 +124,12 @@ public struct RestoreTarget: RestoreStaging {
         // A kept folder removed meanwhile (ENOENT) is forgotten and walked to again, once.
         for attempt in 0..<2 {
             let folderFD = try stagingFolder(for: parts, file)
+            if let fd = UnnamedFile.create(in: folderFD, access: O_RDWR, mode: 0o600) {
+                return StagedWrite(fd: fd, folderFD: folderFD, temporaryName: nil)
+            }
             var code: Int32 = 0
             for _ in 0..<8 {
-                let name = Self.temporaryPrefix + String(UInt64.random(in: .min ... .max), radix: 16)
+                let name = Self.temporaryName()
                 let fd = openat(folderFD, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 if fd >= 0 { return StagedWrite(fd: fd, folderFD: folderFD, temporaryName: name) }
                 code = errno
@@ -167,22 +170,37 @@ public struct RestoreTarget: RestoreStaging {
         if let metadata = file.metadata, let code = MetadataSetter(notes: treeNotes).apply(metadata, to: write.fd) {
             treeNotes.add("the mode, times or owner of \(finalPath(for: file.placePath)) could not be set: \(String(cString: strerror(code)))")
         }
+        guard let temporaryName = write.temporaryName else {
+            // Unnamed: linked in whole (over a staged file of an earlier try), then closed.
+            let code = UnnamedFile.link(write.fd, in: write.folderFD, as: name, replacing: true, temporaryName: Self.temporaryName)
+            let closed = close(write.fd) == 0 ? 0 : errno
+            if code != 0 || closed != 0 {
+                if code == 0 { _ = FileName.withCString(name) { unlinkat(write.folderFD, $0, 0) } }
+                throw LocalFileError(path: stagingRoot, message: "cannot stage \(finalPath(for: file.placePath)): \(String(cString: strerror(code != 0 ? code : closed)))")
+            }
+            return
+        }
         guard close(write.fd) == 0 else {
             let code = errno
-            unlinkat(write.folderFD, write.temporaryName, 0)
+            unlinkat(write.folderFD, temporaryName, 0)
             throw LocalFileError(path: stagingRoot, message: "cannot write the download of \(finalPath(for: file.placePath)): \(String(cString: strerror(code)))")
         }
-        if FileName.withCString(name, { renameat(write.folderFD, write.temporaryName, write.folderFD, $0) }) != 0 {
+        if FileName.withCString(name, { renameat(write.folderFD, temporaryName, write.folderFD, $0) }) != 0 {
             let code = errno
-            unlinkat(write.folderFD, write.temporaryName, 0)
+            unlinkat(write.folderFD, temporaryName, 0)
             throw LocalFileError(path: stagingRoot, message: "cannot stage \(finalPath(for: file.placePath)): \(String(cString: strerror(code)))")
         }
     }
 
     public func discard(_ write: StagedWrite) {
         close(write.fd)
-        unlinkat(write.folderFD, write.temporaryName, 0)
+        if let temporaryName = write.temporaryName { unlinkat(write.folderFD, temporaryName, 0) }
         close(write.folderFD)
+    }
+
+    /// A new name for a download's temporary file in its staging folder.
+    private static func temporaryName() -> String {
+        temporaryPrefix + String(UInt64.random(in: .min ... .max), radix: 16)
     }
 
     public func openStaged(_ file: RestoreFile) throws -> Int32? {

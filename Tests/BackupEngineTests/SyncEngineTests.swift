@@ -101,6 +101,10 @@ final class SyncEngineTests: XCTestCase {
 
         // Another device replaces the marker: without a provider identity, that is a new identity.
         _ = try await f.folder.writeBytes(SyncEngine.defaultMarkerPath, Data("other".utf8))
+        // Written later, as another device's would be: within one tick of the kernel's file
+        // clock the folder's id (the mtime) would not change.
+        let later = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: f.folder.root + "/" + SyncEngine.defaultMarkerPath)[.modificationDate] as? Date) + 1
+        try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: f.folder.root + "/" + SyncEngine.defaultMarkerPath)
         let report = completed(try await f.engine.sync(snapshot([hashed("a.txt", "a")])))
         XCTAssertTrue(report.identityReset)
     }

@@ -6,6 +6,7 @@ import BackupEngine
 @testable import BackupStorage
 import BackupTestSupport
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -80,6 +81,72 @@ final class FolderStorageTests: XCTestCase {
         let remote = try makeRemote()
         try await StorageContract.failedOverwriteKeepsTheOldFile(remote.storage, failMidway: remote.failMidway)
         try assertNoTemporaryFiles(remote)
+    }
+
+    // MARK: Unnamed and named temporaries
+
+    /// The contract's writes, overwrites and failed writes hold with named temporaries too
+    /// (the way filesystems without O_TMPFILE take).
+    func testTheContractHoldsWithNamedTemporaries() async throws {
+        var remote = try makeRemote()
+        remote.storage.unnamedTemporaries = false
+        try await StorageContract.writeFileThenDownloadFileRoundTrips(remote.storage, scratch: remote.scratch)
+        try await StorageContract.overwriteReplacesContentAndSize(remote.storage)
+        try await StorageContract.failedWriteLeavesNothing(remote.storage, failMidway: remote.failMidway)
+        try await StorageContract.failedOverwriteKeepsTheOldFile(remote.storage, failMidway: remote.failMidway)
+        try assertNoTemporaryFiles(remote)
+    }
+
+    /// A new file being filled is in its folder under no name at all (it is linked in whole),
+    /// where a named temporary shows while it fills; replacing keeps the new content and mode.
+    func testAFileBeingWrittenAppearsInItsFolderOnlyWhole() async throws {
+        for unnamed in [false, true] {
+            var remote = try makeRemote()
+            remote.storage.unnamedTemporaries = unnamed
+            let big = try remote.dir.write("scratch/big.bin", StorageContract.randomData(count: 1 << 20))
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: big))
+            handle.seekToEndOfFile()
+            let chunk = StorageContract.randomData(count: 1 << 20)
+            for _ in 0..<63 { handle.write(chunk) }
+            try handle.close()
+            XCTAssertEqual(chmod(big, 0o640), 0)
+            _ = try await remote.storage.writeBytes("folder/kept.txt", Data("old".utf8))
+
+            let folder = remote.root + "/folder"
+            let seen = Mutex<Set<String>>([])
+            let done = Atomic<Bool>(false)
+            let watcher = Thread {
+                while !done.load(ordering: .relaxed) {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+                    seen.withLock { $0.formUnion(names) }
+                }
+            }
+            watcher.start()
+            _ = try await remote.storage.writeFile("folder/big.bin", from: big)
+            done.store(true, ordering: .relaxed)
+            while !watcher.isFinished { usleep(1000) }
+            // Replacing links the whole file under a temporary name for the rename over the
+            // old one: that name is not watched.
+            _ = try await remote.storage.writeFile("folder/kept.txt", from: big)
+
+            let temporaries = seen.withLock { $0 }.filter { $0.hasPrefix(FolderStorage.temporaryFilePrefix) }
+            if unnamed {
+                XCTAssertEqual(temporaries, [], "a named temporary showed while filling with unnamed temporaries on")
+            } else {
+                XCTAssertFalse(temporaries.isEmpty, "the watcher never saw the named temporary: it cannot tell the two ways apart")
+            }
+            let source = try Data(contentsOf: URL(fileURLWithPath: big))
+            for path in ["folder/big.bin", "folder/kept.txt"] {
+                let readBack = try await remote.storage.readBytes(path)
+                XCTAssertTrue(readBack == source, "\(path), unnamed \(unnamed)")
+                var status = stat()
+                XCTAssertEqual(stat(remote.root + "/" + path, &status), 0)
+                XCTAssertEqual(status.st_mode & 0o777, 0o640, "\(path), unnamed \(unnamed)")
+            }
+            let listed = try await remote.storage.list().map(\.path).sorted()
+            XCTAssertEqual(listed, ["folder/big.bin", "folder/kept.txt"])
+            try assertNoTemporaryFiles(remote)
+        }
     }
 
     // MARK: The root
@@ -566,7 +633,7 @@ final class FolderStorageTests: XCTestCase {
 
     private struct Remote {
         let dir: TempDir
-        let storage: FolderStorage
+        var storage: FolderStorage
         var root: String { storage.root }
         var scratch: String { dir.path("scratch") }
 

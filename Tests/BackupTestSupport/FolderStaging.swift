@@ -36,14 +36,14 @@ public struct FolderStaging: RestoreStaging {
         defer { close(write.folderFD) }
         close(write.fd)
         let name = (path(file) as NSString).lastPathComponent
-        guard renameat(write.folderFD, write.temporaryName, write.folderFD, name) == 0 else {
+        guard renameat(write.folderFD, write.temporaryName ?? "", write.folderFD, name) == 0 else {
             throw LocalFileError(errno: errno, reading: path(file))
         }
     }
 
     public func discard(_ write: StagedWrite) {
         close(write.fd)
-        unlinkat(write.folderFD, write.temporaryName, 0)
+        unlinkat(write.folderFD, write.temporaryName ?? "", 0)
         close(write.folderFD)
     }
 

@@ -6,6 +6,9 @@ import BackupStorage
 import BackupTestSupport
 import BackupTree
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import XCTest
 
@@ -145,6 +148,29 @@ final class RestoreTargetTests: XCTestCase {
             }
             XCTAssertFalse(FileManager.default.fileExists(atPath: target.stagingRoot))
         }
+    }
+
+    func testADownloadIsInTheStagingFolderUnderNoNameUntilItIsKept() throws {
+        // A download fills a file with no name (nothing of it for a stopped run to leave
+        // behind); keeping it links it in whole, over the staged file of an earlier try.
+        let target = RestoreTarget(root: dir.path("target-unnamed"))
+        try target.createFolder()
+        try target.prepare()
+        let file = RestoreFile(remotePath: "docs/report.txt", size: 9)
+        let folder = target.stagingRoot + "/docs"
+        for text in ["first try", "again now"] {
+            let write = try target.create(for: file)
+            XCTAssertNil(write.temporaryName, "this filesystem has unnamed files: the download should be one")
+            XCTAssertEqual(Data(text.utf8).withUnsafeBytes { Glibc.write(write.fd, $0.baseAddress, $0.count) }, 9)
+            let whileFilling = try FileManager.default.contentsOfDirectory(atPath: folder)
+            XCTAssertEqual(whileFilling, text == "first try" ? [] : ["report.txt"], "while filling \(text)")
+            try target.keep(write, for: file)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), ["report.txt"])
+            XCTAssertEqual(FileManager.default.contents(atPath: folder + "/report.txt"), Data(text.utf8))
+        }
+        let discarded = try target.create(for: RestoreFile(remotePath: "docs/other.txt", size: 1))
+        target.discard(discarded)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), ["report.txt"])
     }
 
     func testFullRestoreIsByteIdenticalAndStagingIsRemoved() async throws {
