@@ -137,7 +137,7 @@ extension BackupApp {
             }
             let decide = request.decide
             let placement = StagedPlacement(
-                target: target, overwrite: request.overwrite, decide: { offer in await decide?(offer) ?? .placed },
+                target: target, overwrite: request.overwrite, offersConflicts: request.decide != nil, decide: { offer in await decide?(offer) ?? .placed },
                 onConflict: { offer in events(.conflict(group: offer.group.label, paths: offer.conflicts.map(\.localPath))) })
             let progress: RestoreProgressHandler = { value in
                 let (bytes, current) = meter.reading

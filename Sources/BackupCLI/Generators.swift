@@ -523,10 +523,13 @@ enum Manual {
             further. Before downloading, a restore that needs more space than the target has free is refused. \
             Each of these checks ends the run with exit status 5 once everything else is restored.
 
-            A local file that differs from the backup is never replaced without `--overwrite`: its group is \
-            not placed, and reported (a `conflict` event). `--place ask` asks before each group on the terminal \
-            (place, reject, or list the files); `--place all`, the default, places every group. `--only GROUP` \
-            restores only the groups named.
+            A local file that differs from the backup is never replaced without being asked for. With \
+            `--place all`, the default, its group is not placed without `--overwrite`, and reported (a \
+            `conflict` event). `--place ask` asks before each group on the terminal (place, reject, or list \
+            the files), and the interface does the same; placing a group over local files that differ asks \
+            a second time: overwrite them (no copy of yours is kept), or keep yours, the default, which \
+            places the rest of the group and leaves those files unrestored, asked about again on \
+            `--resume`. `--only GROUP` restores only the groups named.
 
             A file that fails three times is skipped (the restore ends incomplete, exit status 4); a failure \
             in a required group fails the restore. The restore's record is saved after every download and \

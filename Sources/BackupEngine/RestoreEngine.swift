@@ -385,7 +385,8 @@ public final class RestoreEngine: Sendable {
     }
 
     private enum Placed {
-        case placed
+        /// Placed but for the files of these remote paths (kept local copies).
+        case placed(except: Set<String>)
         case rejected
         case failed(RestoreFailure)
     }
@@ -398,7 +399,11 @@ public final class RestoreEngine: Sendable {
         try Task.checkCancellation()
         let result: Placed
         do {
-            result = try await placement.place(group) == .placed ? .placed : .rejected
+            switch try await placement.place(group) {
+            case .placed: result = .placed(except: [])
+            case .placedKeepingLocal(let kept): result = .placed(except: kept)
+            case .rejected: result = .rejected
+            }
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -406,9 +411,10 @@ public final class RestoreEngine: Sendable {
         }
         let ids = indices.map { Int(files.ids[$0]) }
         switch result {
-        case .placed:
-            try record.setStatus(.done, ids)
-            for index in indices { run.setStatus(index, .done, in: &files, group: number) }
+        case .placed(let kept):
+            let placed = kept.isEmpty ? indices : indices.filter { !kept.contains(files.files[$0].remotePath) }
+            try record.setStatus(.done, kept.isEmpty ? ids : placed.map { Int(files.ids[$0]) })
+            for index in placed { run.setStatus(index, .done, in: &files, group: number) }
         case .rejected, .failed:
             // Counted as an attempt on each file; still staged, so offered again next run
             // without a new download (but checked again first).

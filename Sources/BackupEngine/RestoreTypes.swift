@@ -153,6 +153,10 @@ public struct RestoreGroup: Sendable, Equatable {
 public enum PlacementDecision: Sendable, Equatable {
     /// The files are where they belong: done.
     case placed
+    /// Placed, except the files of these remote paths, whose differing local copies the
+    /// person chose to keep: those stay staged (no attempt counted), not restored, and are
+    /// offered again next run.
+    case placedKeepingLocal(Set<String>)
     /// Not now: each file counts one attempt and is offered again next run.
     case rejected
 }

@@ -8,9 +8,10 @@ import BackupTerminal
 enum Action: String, Sendable, CaseIterable {
     case help, quit, back
     case up, down
-    case sync, restore, resume, hold, newProfile, refresh
+    case sync, restore, resume, hold, newProfile, refresh, showProfile
     case syncAgain, allowConsent, allowShrink, openHold, restoreFirst
     case place, reject, placeAll, viewList
+    case overwrite, keepMine
     case continueRestore, retryFailed
     case setHold, clearHold
     case nextField, previousField, submit, toggle, deleteBack, clearField
@@ -66,12 +67,19 @@ enum KeyMaps {
     static let home = KeyMap(name: "Profiles", bindings: [
         Binding([.up, ch("k")], .up, "select the previous profile"),
         Binding([.down, ch("j")], .down, "select the next profile"),
-        Binding([ch("s"), .enter], .sync, "back up the selected profile now", hint: "sync"),
+        Binding([.enter], .showProfile, "show the selected profile in full (writes nothing)", hint: "show"),
+        Binding([ch("s")], .sync, "back up the selected profile now", hint: "sync"),
         Binding([ch("r")], .restore, "restore the selected profile's backup, group by group", hint: "restore"),
         Binding([ch("c")], .resume, "see and continue the profile's unfinished restore", hint: "resume"),
         Binding([ch("h")], .hold, "set or clear the write hold", hint: "hold"),
         Binding([ch("n")], .newProfile, "set up a new profile", hint: "new"),
         Binding([ch("g"), .function(5)], .refresh, "read the profiles and their state again"),
+    ])
+
+    static let profile = KeyMap(name: "Profile", bindings: [
+        Binding([ch("s")], .sync, "back up this profile now", hint: "sync"),
+        Binding([.up, ch("k")], .up, "scroll up"),
+        Binding([.down, ch("j")], .down, "scroll down"),
     ])
 
     static let firstRun = KeyMap(name: "New profile", bindings: [
@@ -109,6 +117,12 @@ enum KeyMaps {
         Binding([.down, ch("j")], .down, "scroll the list down"),
     ])
 
+    static let overwrite = KeyMap(name: "Overwrite question", bindings: [
+        Binding([ch("o")], .overwrite, "overwrite: replace the local files that differ with the backup's (no copy of yours is kept)", hint: "overwrite"),
+        Binding([ch("k"), .enter], .keepMine, "keep mine: place the rest of the group, leave the differing files as they are", hint: "keep mine"),
+        Binding([.escape], .back, "back to the group's question", hint: "back"),
+    ])
+
     static let resume = KeyMap(name: "Resume", bindings: [
         Binding([.enter, ch("c")], .continueRestore, "continue the restore from its record", hint: "continue"),
         Binding([ch("t")], .retryFailed, "continue, and try again files that failed three times", hint: "retry failed"),
@@ -133,5 +147,5 @@ enum KeyMaps {
     ])
 
     /// Every table, in the order help lists them.
-    static let all: [KeyMap] = [global, home, firstRun, textField, sync, restore, placement, resume, hold, confirm, help]
+    static let all: [KeyMap] = [global, home, profile, firstRun, textField, sync, restore, placement, overwrite, resume, hold, confirm, help]
 }

@@ -67,13 +67,10 @@ public enum TUI {
         case .sync(let profile, let request):
             return [HomeScreen(context: context, selecting: profile.name), SyncScreen(context: context, profile: profile, request: request)]
         case .restore(let profile, let request, let placeAll):
-            var request = request
-            request.overwrite = true
+            // Local files that differ are asked about at the group's prompt (unless --overwrite).
             return [HomeScreen(context: context, selecting: profile?.name),
                     RestoreScreen(context: context, profile: profile, request: request, placeAll: placeAll)]
         case .resume(let profile, let request, let placeAll):
-            var request = request
-            request.overwrite = true
             return [HomeScreen(context: context, selecting: profile?.name),
                     ResumeScreen(context: context, profile: profile, request: request, placeAll: placeAll)]
         }

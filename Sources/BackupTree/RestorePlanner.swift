@@ -316,6 +316,18 @@ public enum RestorePlanner {
 public struct PlacementOffer: Sendable, Equatable {
     public var group: RestoreGroup
     public var conflicts: [PlacementConflict]
+    /// Whether the person already allowed replacing local files that differ (`--overwrite`);
+    /// when not, whoever answers asks before placing over them.
+    public var overwriteAllowed: Bool
+
+    public init(group: RestoreGroup, conflicts: [PlacementConflict], overwriteAllowed: Bool = false) {
+        self.group = group
+        self.conflicts = conflicts
+        self.overwriteAllowed = overwriteAllowed
+    }
+
+    /// The files whose local copy has other contents.
+    public var differing: [PlacementConflict] { conflicts.filter { $0.kind == .differentFile } }
 }
 
 /// Placement into a RestoreTarget: a group is checked for conflicts, offered to `decide`,
@@ -325,31 +337,41 @@ public struct StagedPlacement: RestorePlacement {
     /// Whether a local file with other contents may be replaced. When not, a group with such
     /// a conflict is rejected (and reported through `onConflict`) without asking.
     public let overwrite: Bool
+    /// Whether a group with conflicts is still offered to `decide` (someone is asked) when
+    /// `overwrite` is off; `decide` then asks before it answers `.placed` over them.
+    public let offersConflicts: Bool
     private let decide: @Sendable (PlacementOffer) async -> PlacementDecision
     private let onConflict: @Sendable (PlacementOffer) -> Void
 
     public init(
-        target: RestoreTarget, overwrite: Bool = false,
+        target: RestoreTarget, overwrite: Bool = false, offersConflicts: Bool = false,
         decide: @escaping @Sendable (PlacementOffer) async -> PlacementDecision = { _ in .placed },
         onConflict: @escaping @Sendable (PlacementOffer) -> Void = { _ in }
     ) {
         self.target = target
         self.overwrite = overwrite
+        self.offersConflicts = offersConflicts
         self.decide = decide
         self.onConflict = onConflict
     }
 
     public func place(_ group: RestoreGroup) async throws -> PlacementDecision {
         let conflicts = try group.files.compactMap { try target.conflict(for: $0) }
-        let offer = PlacementOffer(group: group, conflicts: conflicts)
-        if !overwrite && !conflicts.isEmpty {
+        let offer = PlacementOffer(group: group, conflicts: conflicts, overwriteAllowed: overwrite)
+        if !overwrite && !offersConflicts && !conflicts.isEmpty {
             onConflict(offer)
             return .rejected
         }
         let decision = await decide(offer)
         // A quit while the question was open is a stop, not an answer: no attempt is counted.
         try Task.checkCancellation()
-        if decision == .placed { try target.place(group.files) }
+        switch decision {
+        case .placed: try target.place(group.files)
+        case .placedKeepingLocal(let kept):
+            // The kept files' downloads stay staged, for the next run to ask about again.
+            try target.place(group.files.filter { !kept.contains($0.remotePath) })
+        case .rejected: break
+        }
         return decision
     }
 }

@@ -82,7 +82,7 @@ final class HomeScreenTests: XCTestCase {
         f.press([.control("u")] + TUIFixture.type("/tmp/elsewhere") + [.enter], loop, buffer)
         XCTAssertTrue(loop.top is RestoreScreen)
         XCTAssertEqual(f.restores.last?.job.request.target, "/tmp/elsewhere")
-        XCTAssertEqual(f.restores.last?.job.request.overwrite, true, "conflicts reach the prompt rather than rejecting the group unasked")
+        XCTAssertEqual(f.restores.last?.job.request.overwrite, false, "a differing local file is asked about at the prompt, never replaced unasked")
         XCTAssertEqual(f.restores.last?.placeAll, false, "every group is asked about")
     }
 

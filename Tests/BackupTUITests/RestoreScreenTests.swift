@@ -77,6 +77,26 @@ final class RestoreScreenTests: XCTestCase {
         XCTAssertTrue(buffer.text.contains("photos   ██████████████████ 0/2 placed, rejected"), buffer.text)
     }
 
+    func testPlacingOverADifferingFileAsksASecondTimeAndKeepsMineByDefault() async throws {
+        let (screen, job) = try started()
+        let (loop, buffer) = f.loop([screen])
+        let plan = samplePlan()
+        for (keys, expected) in [([Key.character("p"), .enter], PlacementDecision.placedKeepingLocal(["photos/beach.jpg"])),
+                                 ([.character("p"), .escape, .character("p"), .character("o")], .placed),
+                                 ([.character("a"), .character("k")], .placedKeepingLocal(["photos/beach.jpg"]))] {
+            let asked = Task { await job.decide(offer(plan, group: "photos", conflicts: ["photos/beach.jpg"])) }
+            eventually("the photos prompt") { job.snapshot.offer != nil }
+            f.press([keys[0]], loop, buffer)
+            XCTAssertTrue(buffer.text.contains("Overwrite your files in \"photos\"?"), buffer.text)
+            XCTAssertTrue(buffer.text.contains("/target/photos/beach.jpg"), buffer.text)
+            XCTAssertTrue(buffer.text.contains("o overwrite   k keep mine"), buffer.text)
+            XCTAssertNotNil(screen.prompt, "answered at the first key")
+            f.press(Array(keys.dropFirst()), loop, buffer)
+            let decision = await asked.value
+            XCTAssertEqual(decision, expected, "\(keys)")
+        }
+    }
+
     func testPlaceAndPlaceAllRemainingAnswerThePrompt() async throws {
         let (screen, job) = try started()
         let (loop, buffer) = f.loop([screen])

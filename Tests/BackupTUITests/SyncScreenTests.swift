@@ -128,7 +128,7 @@ final class SyncScreenTests: XCTestCase {
         }
     }
 
-    func testAHeldSyncOpensTheHoldAndRunsAgainOnceItIsCleared() throws {
+    func testAHeldSyncOpensTheHoldAndClearingItOnlyClearsIt() throws {
         let profile = try f.profile()
         try f.app.setHold(profile, .held(reason: "moving disks"))
         let (loop, buffer) = f.loop([SyncScreen(context: f.context, profile: profile, request: SyncRequest())])
@@ -138,7 +138,10 @@ final class SyncScreenTests: XCTestCase {
         f.press([.character("c"), .escape], loop, buffer)
         XCTAssertEqual(try f.app.hold(profile), WriteHold.none)
         XCTAssertTrue(loop.top is SyncScreen)
-        XCTAssertEqual(f.syncs.count, 2, "a cleared hold runs the sync again")
+        XCTAssertEqual(f.syncs.count, 1, "clearing the hold started a sync")
+        XCTAssertTrue(buffer.text.replacingOccurrences(of: "\n ", with: " ").contains("The hold is cleared now"), buffer.text)
+        f.press([.character("s")], loop, buffer)
+        XCTAssertEqual(f.syncs.count, 2, "s runs the sync once the hold is cleared")
     }
 
     func testAnInterruptedSyncSaysWhatWasKept() throws {

@@ -30,7 +30,7 @@ final class TUIStartTests: XCTestCase {
 
         let restore = TUI.screens(for: .restore(profile, RestoreRequest(target: "/tmp/x"), placeAll: false), context: f.context)
         XCTAssertTrue(restore.last is RestoreScreen)
-        XCTAssertEqual(f.restores.last?.job.request.overwrite, true)
+        XCTAssertEqual(f.restores.last?.job.request.overwrite, false, "the prompt asks before replacing a differing file; nothing turns --overwrite on")
         XCTAssertEqual(f.restores.last?.placeAll, false)
 
         let resume = TUI.screens(for: .resume(profile, RestoreRequest(resume: true), placeAll: true), context: f.context)

@@ -207,6 +207,42 @@ final class RestoreTargetTests: XCTestCase {
         XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/photos/cat.jpg"), Data("meow".utf8))
     }
 
+    func testKeepingMyDifferingFilePlacesTheRestAndOffersItAgainNextRun() async throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        try dir.write("target/photos/cat.jpg", Data("a different cat".utf8))
+        let plan = try await planned(into: target).plan
+        let engine = RestoreEngine(storage: storage, record: try RestoreRecord(path: dir.path("record.db")), staging: target)
+        let offers = Mutex<[PlacementOffer]>([])
+        // Asked (someone answers, without --overwrite): the group is offered with its conflict,
+        // and the answer keeps the differing local file.
+        let keepMine = StagedPlacement(target: target, offersConflicts: true) { offer in
+            offers.withLock { $0.append(offer) }
+            return .placedKeepingLocal(Set(offer.differing.map(\.remotePath)))
+        }
+        let outcome = try await engine.start(plan, placement: keepMine)
+        XCTAssertEqual(outcome, .partial(pending: ["photos/cat.jpg"]), "only the kept file is still to restore")
+        let photos = try XCTUnwrap(offers.withLock { $0 }.first { $0.group.name == "photos" })
+        XCTAssertEqual(photos.differing.map(\.remotePath), ["photos/cat.jpg"])
+        XCTAssertFalse(photos.overwriteAllowed)
+        XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/photos/cat.jpg"), Data("a different cat".utf8))
+        XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/photos/2024/beach.jpg"), Data("sand".utf8), "the rest of the group is placed")
+        let record = try RestoreRecord(path: dir.path("record.db"))
+        var attempts: [String: Int] = [:]
+        try record.forEachFile(.notDone) { attempts[$0.file.remotePath] = $0.attempts }
+        XCTAssertEqual(attempts, ["photos/cat.jpg": 0], "keeping is no failed attempt")
+
+        // The next run offers the kept file alone; overwriting it then completes the restore.
+        let again = Mutex<[[String]]>([])
+        let overwrite = StagedPlacement(target: target, offersConflicts: true) { offer in
+            again.withLock { $0.append(offer.group.files.map(\.remotePath)) }
+            return .placed
+        }
+        let resumed = try await engine.resume(placement: overwrite)
+        guard case .completed = resumed else { return XCTFail("expected completed, got \(resumed)") }
+        XCTAssertEqual(again.withLock { $0 }, [["photos/cat.jpg"]])
+        XCTAssertEqual(FileManager.default.contents(atPath: target.root + "/photos/cat.jpg"), Data("meow".utf8))
+    }
+
     func testPlacementNeverFollowsALinkOutOfTheTarget() async throws {
         let target = RestoreTarget(root: dir.path("target"))
         try dir.makeFolder("outside")

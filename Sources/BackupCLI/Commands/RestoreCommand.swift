@@ -102,6 +102,26 @@ enum RestoreCommand {
 
 /// `--place ask` without the TUI: one question per group on the terminal.
 enum LinePrompt {
+    /// Placing a group with local files that differ (without --overwrite) asks once more:
+    /// overwrite them, or keep them (the default) and place the rest.
+    static func overwriteOrKeep(_ offer: PlacementOffer) -> PlacementDecision {
+        let differing = offer.differing
+        guard !offer.overwriteAllowed, !differing.isEmpty else { return .placed }
+        let kept = PlacementDecision.placedKeepingLocal(Set(differing.map(\.remotePath)))
+        let names = differing.prefix(3).map(\.localPath).joined(separator: ", ") + (differing.count > 3 ? ", …" : "")
+        while true {
+            FileHandle.standardError.write(Data(TerminalText.visible(
+                "\(differing.count) local file(s) differ from the backup's copy (\(names)): "
+                    + "[o]verwrite them (no copy of yours is kept), or [k]eep mine and place the rest? [k] ").utf8))
+            guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() else { return kept }
+            switch answer {
+            case "o", "overwrite": return .placed
+            case "", "k", "keep": return kept
+            default: continue
+            }
+        }
+    }
+
     @Sendable static func decide(_ offer: PlacementOffer) async -> PlacementDecision {
         let group = offer.group
         var question = "place group \"\(group.label)\"\(group.required ? " (required)" : ""): \(group.files.count) file(s)"
@@ -111,7 +131,7 @@ enum LinePrompt {
             FileHandle.standardError.write(Data("\n\(TerminalText.visible(question))\n[p]lace, [r]eject, [l]ist files? ".utf8))
             guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() else { return .rejected }
             switch answer {
-            case "p", "place", "y", "yes": return .placed
+            case "p", "place", "y", "yes": return overwriteOrKeep(offer)
             case "r", "reject", "n", "no": return .rejected
             case "l", "list":
                 let conflicting = Set(offer.conflicts.map(\.remotePath))

@@ -177,9 +177,9 @@ final class RestoreJob: Job {
     }
 
     /// "Place all remaining": places the group asked about and every later one without a conflict.
-    func placeAllRemaining() {
+    func placeAllRemaining(_ decision: PlacementDecision = .placed) {
         withState { $0.placeAll = true }
-        answer(.placed)
+        answer(decision)
     }
 
     func finish(_ result: Result<RestoreSummary, AppError>) {

@@ -104,10 +104,14 @@ struct RestorePlanView: Sendable, Equatable {
     mutating func decided(_ group: RestoreGroup, _ decision: PlacementDecision) {
         guard let index = index(of: group) else { return }
         switch decision {
-        case .placed:
-            groups[index].placed = min(groups[index].placed + group.files.count, groups[index].total)
-            groups[index].staged = max(groups[index].staged - group.files.count, 0)
+        case .placed, .placedKeepingLocal:
+            var kept = 0
+            if case .placedKeepingLocal(let paths) = decision { kept = group.files.count { paths.contains($0.remotePath) } }
+            let placed = group.files.count - kept
+            groups[index].placed = min(groups[index].placed + placed, groups[index].total)
+            groups[index].staged = max(groups[index].staged - placed, 0)
             groups[index].stage = .placed
+            if kept > 0 { groups[index].lastError = "kept \(Format.files(kept)) of yours that differ" }
         case .rejected:
             groups[index].stage = .rejected
             groups[index].attempts += 1

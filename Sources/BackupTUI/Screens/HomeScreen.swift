@@ -57,7 +57,8 @@ final class HomeScreen: Screen {
             case .submitted(let target):
                 targetPrompt = nil
                 guard let profile = current?.profile else { return .handled }
-                let request = RestoreRequest(target: target.isEmpty ? nil : target, overwrite: true)
+                // Local files that differ are asked about at each group's prompt, never replaced unasked.
+                let request = RestoreRequest(target: target.isEmpty ? nil : target)
                 return .push(RestoreScreen(context: context, profile: profile, request: request))
             }
             return .handled
@@ -69,7 +70,7 @@ final class HomeScreen: Screen {
         case .down: selected = min(selected + 1, max(rows.count - 1, 0))
         case .refresh: reload()
         case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
-        case .sync, .restore, .resume, .hold:
+        case .sync, .restore, .resume, .hold, .showProfile:
             guard let overview = current else {
                 message = "There is no profile yet: press n to set one up."
                 return .handled
@@ -77,12 +78,13 @@ final class HomeScreen: Screen {
             let profile = overview.profile
             switch action {
             case .sync: return .push(SyncScreen(context: context, profile: profile, request: SyncRequest()))
+            case .showProfile: return .push(ProfileScreen(context: context, overview: overview))
             case .restore:
                 targetPrompt = InputDialog(
                     title: "Restore \"\(profile.name)\"", label: "Into which folder? (files that differ are asked about)",
                     field: TextField(profile.source))
             case .resume:
-                let request = RestoreRequest(resume: true, overwrite: true)
+                let request = RestoreRequest(resume: true)
                 return .push(ResumeScreen(context: context, profile: profile, request: request))
             default: return .push(HoldScreen(context: context, profile: profile))
             }

@@ -7,23 +7,55 @@ import BackupTerminal
 import BackupTree
 
 struct PlacementPrompt {
-    enum Answer { case place, reject, placeAll }
+    enum Answer: Equatable {
+        /// Place the group; `keepingLocal` leaves the local files that differ as they are.
+        case place(keepingLocal: Bool)
+        case reject
+        /// Place the group (as `place`) and every remaining one without a conflict.
+        case placeAll(keepingLocal: Bool)
+    }
 
     let offer: PlacementOffer
     /// The file list is showing.
     private(set) var listing = false
     private var scroll = 0
+    /// Placing over local files that differ was asked for (`p` or `a`): the second question,
+    /// overwrite them or keep them, is up.
+    private(set) var askingOverwrite: Answer?
 
     init(offer: PlacementOffer) { self.offer = offer }
 
-    var keys: KeyMap { KeyMaps.placement }
+    var keys: KeyMap { askingOverwrite == nil ? KeyMaps.placement : KeyMaps.overwrite }
 
     /// The answer `key` gives; nil when it only changed the prompt (or was not its key).
     mutating func handle(_ key: Key) -> Answer? {
+        if let asked = askingOverwrite {
+            let keep: Bool
+            switch keys.action(for: key) {
+            case .overwrite: keep = false
+            case .keepMine: keep = true
+            case .back:
+                askingOverwrite = nil
+                return nil
+            default: return nil
+            }
+            askingOverwrite = nil
+            switch asked {
+            case .placeAll: return .placeAll(keepingLocal: keep)
+            default: return .place(keepingLocal: keep)
+            }
+        }
+        // Nothing replaces a local file that differs without a second, explicit answer
+        // (unless --overwrite said so already).
+        let asks = !offer.overwriteAllowed && !offer.differing.isEmpty
         switch keys.action(for: key) {
-        case .place: return .place
+        case .place:
+            if asks { askingOverwrite = .place(keepingLocal: true); return nil }
+            return .place(keepingLocal: false)
         case .reject: return .reject
-        case .placeAll: return .placeAll
+        case .placeAll:
+            if asks { askingOverwrite = .placeAll(keepingLocal: true); return nil }
+            return .placeAll(keepingLocal: false)
         case .viewList:
             listing.toggle()
             scroll = 0
@@ -39,6 +71,15 @@ struct PlacementPrompt {
     /// The prompt's text lines before the keys.
     private func lines(width: Int) -> [(text: String, style: Style, path: Bool)] {
         var lines: [(text: String, style: Style, path: Bool)] = []
+        if askingOverwrite != nil {
+            let differing = offer.differing
+            lines.append(("\(Format.files(differing.count)) here \(differing.count == 1 ? "differs" : "differ") from the backup's copy:", .warning, false))
+            for path in differing.prefix(3).map(\.localPath) { lines.append(("  " + path, .warning, true)) }
+            if differing.count > 3 { lines.append(("  … and \(differing.count - 3) more", .warning, false)) }
+            lines.append(("Overwrite replaces them with the backup's and keeps no copy of yours.", .normal, false))
+            lines.append(("Keep mine places the rest; these stay as they are (asked again next run).", .normal, false))
+            return lines
+        }
         let bytes = group.files.reduce(Int64(0)) { $0 + ($1.size ?? 0) }
         lines.append(("\(Format.files(group.files.count)) downloaded and verified (\(Format.bytes(bytes))).", .normal, false))
         if group.required {
@@ -93,7 +134,8 @@ struct PlacementPrompt {
         let top = max(canvas.rows - 1 - height, 1)
         let left = (canvas.columns - width) / 2
         let name = group.label + (group.required ? " (required)" : "")
-        canvas.box(top: top, left: left, height: height, width: width, title: "Place group \"\(name)\"?", style: .warning)
+        let title = askingOverwrite == nil ? "Place group \"\(name)\"?" : "Overwrite your files in \"\(name)\"?"
+        canvas.box(top: top, left: left, height: height, width: width, title: title, style: .warning)
         let room = height - 3 - keyRows.count
         for (offset, line) in body.prefix(max(room, 0)).enumerated() {
             if line.path {

@@ -77,15 +77,15 @@ final class RestoreScreen: Screen {
     }
 
     func handle(_ key: Key) -> Response {
-        if prompt != nil {
-            guard let answer = prompt?.handle(key) else {
-                return KeyMaps.placement.action(for: key) == nil ? .ignored : .handled
+        if let keysBefore = prompt?.keys {
+            guard let answer = prompt?.handle(key), let answered = prompt else {
+                return keysBefore.action(for: key) == nil ? .ignored : .handled
             }
             prompt = nil
             switch answer {
-            case .place: job.answer(.placed)
+            case .place(let keep): job.answer(Self.decision(keep, prompt: answered))
             case .reject: job.answer(.rejected)
-            case .placeAll: job.placeAllRemaining()
+            case .placeAll(let keep): job.placeAllRemaining(Self.decision(keep, prompt: answered))
             }
             return .handled
         }
@@ -101,6 +101,11 @@ final class RestoreScreen: Screen {
         default: return .ignored
         }
         return .handled
+    }
+
+    /// The placement answer: every file, or all but the differing ones the person keeps.
+    private static func decision(_ keepingLocal: Bool, prompt: PlacementPrompt) -> PlacementDecision {
+        keepingLocal ? .placedKeepingLocal(Set(prompt.offer.differing.map(\.remotePath))) : .placed
     }
 
     func draw(_ canvas: Canvas) {

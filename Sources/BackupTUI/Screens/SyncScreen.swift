@@ -15,6 +15,8 @@ final class SyncScreen: Screen {
     private(set) var state = SyncJobState()
     private var seen = -1
     private var confirm: ConfirmDialog?
+    /// Back from the hold screen with the hold that stopped this run cleared.
+    private var holdCleared = false
 
     init(context: Context, profile: Profile, request: SyncRequest) {
         self.context = context
@@ -39,7 +41,7 @@ final class SyncScreen: Screen {
         switch unavailable {
         case .needsConsent: return [.allowConsent]
         case .shrinkSuspected: return [.allowShrink]
-        case .writeHeld: return [.openHold]
+        case .writeHeld: return holdCleared ? [.syncAgain] : [.openHold]
         case .restorePending: return [.restoreFirst]
         case .noAccount, .remoteMissing, .otherWriter, nil: return [.syncAgain]
         }
@@ -70,6 +72,7 @@ final class SyncScreen: Screen {
 
     private func restart(_ change: (inout SyncRequest) -> Void) {
         change(&request)
+        holdCleared = false
         job = context.startSync(profile, request)
         state = SyncJobState()
         seen = -1
@@ -95,15 +98,15 @@ final class SyncScreen: Screen {
             }
         case .openHold: return .push(HoldScreen(context: context, profile: profile))
         case .restoreFirst:
-            return .replace(RestoreScreen(context: context, profile: profile, request: RestoreRequest(overwrite: true)))
+            return .replace(RestoreScreen(context: context, profile: profile, request: RestoreRequest()))
         default: return .ignored
         }
         return .handled
     }
 
     func reappear() {
-        // Back from the hold screen: a cleared hold is worth a new run at once.
-        if case .writeHeld = unavailable, (try? context.app.hold(profile)) == WriteHold.none { restart { _ in } }
+        // Back from the hold screen: clearing the hold only cleared it; `s` runs the sync.
+        if case .writeHeld = unavailable { holdCleared = (try? context.app.hold(profile)) == WriteHold.none }
     }
 
     func draw(_ canvas: Canvas) {
@@ -194,6 +197,8 @@ final class SyncScreen: Screen {
                 if !report.sourceFailures.isEmpty { words += " \(Format.files(report.sourceFailures.count)) could not be read; the next run uploads them." }
                 if report.identityReset { words += " The remote's identity changed, so everything was uploaded again." }
                 return (words, report.deleteFailures.isEmpty && report.sourceFailures.isEmpty ? .good : .warning)
+            case .ran(.unavailable(.writeHeld)) where holdCleared:
+                return ("Not synced: the write hold stopped this run. The hold is cleared now; nothing was synced since.", .warning)
             case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
                 return ("Not synced: " + Explanations.of(reason, remote: profile.remote).what + ".", .warning)
             case .ran(.failed(let error, let report)):

@@ -1,0 +1,115 @@
+// Nothing writes without the person asking for that write, in the real binary in tmux: Enter
+// on a profile shows it (and `s` syncs); clearing a hold from the sync screen only clears it
+// (and `s` syncs); placing a group over a local file that differs asks a second time, keeps
+// the local file by default and overwrites it only on `o`.
+
+import BackupTestSupport
+import Foundation
+import XCTest
+
+final class TUIAsksBeforeWritingTests: XCTestCase {
+    private typealias Home = TUIEndToEndTests.Home
+
+    private func backedUp() throws -> Home {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        for i in 1...3 { try home.write("papers/tax-\(i).txt", "tax year \(i)") }
+        try home.write("photos/beach.jpg", String(repeating: "sand", count: 5000))
+        try home.write("todo.txt", "call the plumber")
+        XCTAssertEqual(try home.scripted([
+            "init", "--source", home.source, "--remote", home.remote, "--group", "papers=papers/,required", "--group", "photos=photos/",
+        ]), 0)
+        XCTAssertEqual(try home.scripted(["sync", "--yes", "--json"]), 0)
+        return home
+    }
+
+    private func tmux(_ home: Home, _ arguments: [String]) throws -> Tmux {
+        let tmux = try Tmux(width: 100, height: 30, arguments: arguments, environment: home.environment, directory: home.dir.path)
+        addTeardownBlock { tmux.kill() }
+        return tmux
+    }
+
+    private func onRemote(_ home: Home, _ path: String) -> Bool {
+        FileManager.default.fileExists(atPath: home.remote + "/" + path)
+    }
+
+    func testEnterOnAProfileShowsItAndSyncsNothing() throws {
+        let home = try backedUp()
+        try home.write("new.txt", "not backed up yet")
+        let tmux = try tmux(home, [])
+        try tmux.wait(for: "synced ")
+        try tmux.press("Enter")
+        let shown = try tmux.wait(for: "papers (required): papers/")
+        XCTAssertTrue(shown.contains("profile \"default\""), shown)
+        XCTAssertTrue(shown.contains(home.remote), shown)
+        XCTAssertFalse(shown.contains("Syncing") || shown.contains("Completed"), shown)
+        XCTAssertFalse(onRemote(home, "new.txt"), "Enter started a sync")
+        try tmux.press("s")
+        try tmux.wait(for: "Completed: 1 file uploaded")
+        XCTAssertTrue(onRemote(home, "new.txt"))
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
+    func testClearingAHoldFromTheSyncScreenOnlyClearsIt() throws {
+        let home = try backedUp()
+        try home.write("new.txt", "not backed up yet")
+        XCTAssertEqual(try home.scripted(["hold", "set", "moving the disk"]), 0)
+        let tmux = try tmux(home, ["sync"])
+        try tmux.wait(for: "Not synced")
+        try tmux.press("h")
+        try tmux.wait(for: "moving the disk")
+        try tmux.press("c")
+        try tmux.wait(for: "No write hold is set")
+        try tmux.press("Escape")
+        let back = try tmux.wait(for: "The hold is cleared now")
+        XCTAssertTrue(back.contains("run the sync again"), back)
+        XCTAssertFalse(onRemote(home, "new.txt"), "clearing the hold started the sync")
+        try tmux.press("s")
+        try tmux.wait(for: "Completed: 1 file uploaded")
+        XCTAssertTrue(onRemote(home, "new.txt"))
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
+    func testPlacingOverADifferingLocalFileAsksAgainKeepsMineByDefaultAndOverwritesOnlyOnO() throws {
+        let home = try backedUp()
+        let target = home.dir.path("restored")
+        try home.dir.write("restored/papers/tax-1.txt", Data("my own edit".utf8))
+        let tmux = try tmux(home, ["restore", "--to", target])
+        try tmux.wait(for: "Place group \"papers (required)\"?")
+        try tmux.press("p")
+        let asked = try tmux.wait(for: "Overwrite your files in \"papers (required)\"?")
+        XCTAssertTrue(asked.contains("papers/tax-1.txt"), asked)
+        XCTAssertTrue(asked.contains("k keep mine"), asked)
+        try tmux.press("Enter")
+        try tmux.wait(for: "Place group \"photos\"?")
+        try tmux.press("p")
+        try tmux.wait(for: "Place group \"(other files)\"?")
+        try tmux.press("p")
+        try tmux.wait(for: "Incomplete:")
+        try tmux.press("q")
+        _ = try tmux.exitStatus()
+        XCTAssertEqual(FileManager.default.contents(atPath: target + "/papers/tax-1.txt"), Data("my own edit".utf8), "keep mine replaced it")
+        XCTAssertEqual(FileManager.default.contents(atPath: target + "/papers/tax-2.txt"), Data("tax year 2".utf8))
+        XCTAssertEqual(FileManager.default.contents(atPath: target + "/todo.txt"), Data("call the plumber".utf8))
+
+        // Asked again on --resume: Esc goes back to the group's question, `o` overwrites.
+        let resume = try self.tmux(home, ["restore", "--resume", "--to", target])
+        try resume.wait(for: "The record of the unfinished restore:")
+        try resume.press("Enter")
+        try resume.wait(for: "Place group \"papers (required)\"?")
+        try resume.press("p")
+        try resume.wait(for: "Overwrite your files in \"papers (required)\"?")
+        try resume.press("Escape")
+        try resume.wait(for: "Place group \"papers (required)\"?")
+        XCTAssertEqual(FileManager.default.contents(atPath: target + "/papers/tax-1.txt"), Data("my own edit".utf8))
+        try resume.press("p")
+        try resume.wait(for: "Overwrite your files in \"papers (required)\"?")
+        try resume.press("o")
+        try resume.wait(for: "Completed:")
+        try resume.press("q")
+        XCTAssertEqual(try resume.exitStatus(), 0)
+        XCTAssertEqual(home.tree(target), home.tree(home.source))
+    }
+}
