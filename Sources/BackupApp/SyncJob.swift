@@ -58,7 +58,7 @@ public struct SyncSummary: Sendable {
     public var status: ExitStatus {
         switch result {
         case .ran(.completed), .previewed(.wouldRun): .success
-        case .ran(.unavailable), .previewed(.unavailable): .unavailable
+        case .ran(.unavailable), .ran(.held), .previewed(.unavailable): .unavailable
         case .ran(.failed), .previewed(.failed): .failure
         }
     }
@@ -204,7 +204,7 @@ extension BackupApp {
                 events(.syncProgress(done: done, total: total, bytes: sent, current: current))
             }
             switch outcome {
-            case .completed(let report), .failed(_, let report): summary.absent += report.kept
+            case .completed(let report), .failed(_, let report), .held(_, let report): summary.absent += report.kept
             case .unavailable: break
             }
             summary.result = .ran(outcome)

@@ -94,7 +94,7 @@ public final class SyncEngine: Sendable {
 
         // Rules 4 and 11: the guards, before any write.
         if let refusal = plan.refusal { return .unavailable(refusal) }
-        if let stop = try checkBeforeWrite() { return stop }
+        if let stop = try checkBeforeWrite(report) { return stop }
         // An adopted size-compared file found unchanged keeps the mtime it has now.
         try state.recordModificationTimes(plan.recordTimes)
 
@@ -112,7 +112,7 @@ public final class SyncEngine: Sendable {
         // now, right before the run's first write and after every guard passed: a probe, a
         // preview or a refused run leaves the remote as it was.
         if total > 0, providerKey == nil {
-            if let stop = try checkBeforeWrite() { return stop }
+            if let stop = try checkBeforeWrite(report) { return stop }
             do {
                 if let created = try await storage.ensureIdentityKey() {
                     try state.setIdentity(created)
@@ -144,7 +144,7 @@ public final class SyncEngine: Sendable {
         }
 
         for path in deletes {
-            if let stop = try checkBeforeWrite() { return stop }
+            if let stop = try checkBeforeWrite(report) { return stop }
             // Forgotten before the delete, so a kill right after it never leaves the state
             // claiming a file the remote no longer holds.
             let previous = try state.take(path)
@@ -166,7 +166,7 @@ public final class SyncEngine: Sendable {
         // on the remote's copy where the provider can; the stale flag first, so a run stopped
         // before its marker leaves the next one to write it.
         if !plan.metadataChanges.isEmpty {
-            if let stop = try checkBeforeWrite() { return stop }
+            if let stop = try checkBeforeWrite(report) { return stop }
             try state.setMeta(Self.markerStaleKey, "1")
             var changes: [(path: String, metadata: EntryMetadata, remoteId: String?)] = []
             for entry in plan.metadataChanges {
@@ -190,7 +190,7 @@ public final class SyncEngine: Sendable {
         // gets back the empty folders the deletes pruned.
         if markerNeeded && (plan.markerMissing || plan.markerTakenOver || plan.markerStale || !report.uploaded.isEmpty
             || !report.deleted.isEmpty) {
-            if let stop = try checkBeforeWrite() { return stop }
+            if let stop = try checkBeforeWrite(report) { return stop }
             // A remote that keeps folders and links itself gets them before the marker that lists them.
             if !snapshot.tree.isEmpty { report.treeNotes = await storage.makeTreeEntries(snapshot.tree) }
             // The marker describes what the remote holds now: the state, which recorded every
@@ -597,7 +597,7 @@ public final class SyncEngine: Sendable {
             while true {
                 while stop == nil && !cancelled && inFlight < transfers && next < indices.endIndex {
                     do {
-                        if let held = try checkBeforeWrite() {
+                        if let held = try checkBeforeWrite(report) {
                             stop = held
                             break
                         }
@@ -640,15 +640,19 @@ public final class SyncEngine: Sendable {
             }
             if cancelled { throw CancellationError() }
             if case .failed(let error, _) = stop { return .failed(error, report) }
+            if case .unavailable(.writeHeld(let reason)) = stop, report.wroteAnything { return .held(reason: reason, report) }
+            if case .held(let reason, _) = stop { return .held(reason: reason, report) }
             return stop
         }
     }
 
     /// What stops a run before its next write: cancellation (thrown) or a hold set since
     /// the run started, possibly by another process.
-    private func checkBeforeWrite() throws -> SyncOutcome? {
+    private func checkBeforeWrite(_ report: SyncReport) throws -> SyncOutcome? {
         try Task.checkCancellation()
-        if case .held(let reason) = try state.hold() { return .unavailable(.writeHeld(reason: reason)) }
+        if case .held(let reason) = try state.hold() {
+            return report.wroteAnything ? .held(reason: reason, report) : .unavailable(.writeHeld(reason: reason))
+        }
         return nil
     }
 

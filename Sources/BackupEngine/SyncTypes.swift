@@ -455,6 +455,8 @@ public struct DeleteFailure: Sendable, Equatable {
 public struct SyncReport: Sendable, Equatable {
     /// Paths uploaded, in upload order (the marker included when it was uploaded).
     public var uploaded: PathList = []
+    /// Whether the run wrote to the remote: a file uploaded or deleted, or metadata changed.
+    public var wroteAnything: Bool { !uploaded.isEmpty || !deleted.isEmpty || !metadataUpdated.isEmpty }
     /// Bytes uploaded, the marker included.
     public var uploadedBytes: Int64 = 0
     /// Paths deleted from the remote.
@@ -486,6 +488,9 @@ public enum SyncOutcome: Sendable, Equatable {
     case completed(SyncReport)
     /// Nothing was written, for the reason given.
     case unavailable(UnavailableReason)
+    /// A write hold set while the run went on stopped it before its next write, after the
+    /// writes the report lists (with none, the run is `unavailable(.writeHeld)`).
+    case held(reason: String, SyncReport)
     /// A listing or an upload failed; the report says what happened before it.
     case failed(CloudError, SyncReport)
 }

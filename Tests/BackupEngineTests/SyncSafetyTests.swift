@@ -127,7 +127,9 @@ final class SyncSafetyTests: XCTestCase {
             if case .put = call, count == 1 { try engine.setHold(.held(reason: "stop")) }
         }
         let outcome = try await f.engine.sync(snapshot([hashed("a.txt", "A")], marker: "marker-v2"))
-        XCTAssertEqual(outcome, .unavailable(.writeHeld(reason: "stop")))
+        guard case .held("stop", let report) = outcome else { return XCTFail("expected held, got \(outcome)") }
+        XCTAssertEqual(Array(report.uploaded), ["a.txt"])
+        XCTAssertFalse(report.markerUploaded)
         XCTAssertEqual(f.storage.puts, ["a.txt"], "the hold is read again before the marker")
         XCTAssertEqual(try f.remoteContents(includeMarker: true)[SyncEngine.defaultMarkerPath], Data("marker-v1".utf8))
     }

@@ -38,7 +38,11 @@ final class WriteHoldTests: XCTestCase {
             if case .put = call, count == 2 { try engine.setHold(.held(reason: "stop")) }
         }
         let outcome = try await f.engine.sync(snapshot((0..<5).map { hashed("f\($0).txt", "\($0)") }))
-        XCTAssertEqual(outcome, .unavailable(.writeHeld(reason: "stop")))
+        // Not "nothing was written": the run says what it wrote before the hold stopped it.
+        guard case .held(let reason, let report) = outcome else { return XCTFail("expected held, got \(outcome)") }
+        XCTAssertEqual(reason, "stop")
+        XCTAssertEqual(Array(report.uploaded), ["f0.txt", "f1.txt"])
+        XCTAssertEqual(report.uploadedBytes, 2)
         XCTAssertEqual(f.storage.puts, ["f0.txt", "f1.txt"], "the put in flight finishes; no other write follows")
         XCTAssertEqual(try f.state.entries().keys.sorted(), ["f0.txt", "f1.txt"])
     }
@@ -51,7 +55,8 @@ final class WriteHoldTests: XCTestCase {
             if case .put = call, count == 1 { try StateStore(path: statePath).setHold(.held(reason: "other terminal")) }
         }
         let outcome = try await f.engine.sync(snapshot((0..<3).map { hashed("f\($0).txt", "\($0)") }))
-        XCTAssertEqual(outcome, .unavailable(.writeHeld(reason: "other terminal")))
+        guard case .held("other terminal", let report) = outcome else { return XCTFail("expected held, got \(outcome)") }
+        XCTAssertEqual(Array(report.uploaded), ["f0.txt"])
         XCTAssertEqual(f.storage.puts, ["f0.txt"])
     }
 
@@ -63,7 +68,9 @@ final class WriteHoldTests: XCTestCase {
             if case .put("c.txt") = call { try engine.setHold(.held(reason: "stop")) }
         }
         let outcome = try await f.engine.sync(snapshot([hashed("c.txt", "c")], allowShrink: true))
-        XCTAssertEqual(outcome, .unavailable(.writeHeld(reason: "stop")))
+        guard case .held("stop", let report) = outcome else { return XCTFail("expected held, got \(outcome)") }
+        XCTAssertEqual(Array(report.uploaded), ["c.txt"])
+        XCTAssertEqual(report.deleted, [])
         XCTAssertEqual(f.storage.deletes, [])
     }
 

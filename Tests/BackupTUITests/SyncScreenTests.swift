@@ -144,6 +144,25 @@ final class SyncScreenTests: XCTestCase {
         XCTAssertEqual(f.syncs.count, 2, "s runs the sync once the hold is cleared")
     }
 
+    func testAHoldThatStoppedARunningSyncSaysWhatItHadWritten() throws {
+        let profile = try f.profile()
+        try f.app.setHold(profile, .held(reason: "moving disks"))
+        let (loop, buffer) = f.loop([SyncScreen(context: f.context, profile: profile, request: SyncRequest())])
+        var report = SyncReport()
+        report.uploaded = ["a.bin", "b.bin", "c.bin"]
+        report.uploadedBytes = 52_428_800
+        f.syncs[0].job.finish(.success(summary(.ran(.held(reason: "moving disks", report)))))
+        f.press([], loop, buffer)
+        let text = buffer.text.replacingOccurrences(of: "\n ", with: " ")
+        XCTAssertTrue(text.contains("Stopped by the write hold (moving disks) after 3 files uploaded (50.0 MiB)"), text)
+        XCTAssertFalse(text.contains("nothing was written"), text)
+        XCTAssertTrue(text.contains("h  open the write hold"), "the hold is one key away: \(text)")
+        XCTAssertEqual(f.context.lastStatus, .unavailable)
+        f.press([.character("h"), .character("c"), .escape], loop, buffer)
+        XCTAssertTrue(buffer.text.replacingOccurrences(of: "\n ", with: " ").contains("The hold is cleared now; s finishes the sync."), buffer.text)
+        XCTAssertEqual(f.syncs.count, 1)
+    }
+
     func testAnInterruptedSyncSaysWhatWasKept() throws {
         let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
         f.syncs[0].job.finish(.failure(AppError(.interrupted, "interrupted")))

@@ -37,6 +37,17 @@ enum SyncCommand {
             result["reason"] = Words.key(reason)
             if case .otherWriter(let writer) = reason { result["writer"] = writer }
             lines = [Words.explain(reason, remote: profile.remote)]
+        case .ran(.held(let reason, let report)):
+            // Stopped by a hold set while it ran: what it wrote before is said, not "nothing".
+            let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
+            result["status"] = "unavailable"
+            result["reason"] = Words.key(UnavailableReason.writeHeld(reason: reason))
+            result["uploaded"] = files
+            result["deleted"] = report.deleted.count
+            result["bytes"] = report.uploadedBytes
+            lines = ["the write hold (\(reason)) stopped this sync after \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))) "
+                + "and \(report.deleted.count) deleted; what was written is recorded",
+                     "clear the hold with `backup hold clear --profile \(profile.name)`, then sync again to finish"]
         case .ran(.failed(let error, let report)):
             result["status"] = "failed"
             result["error"] = Words.key(error.kind)

@@ -32,6 +32,7 @@ final class SyncScreen: Screen {
     /// The unavailable reason the run ended with, if it did.
     private var unavailable: UnavailableReason? {
         if case .success(let summary) = state.result, case .ran(.unavailable(let reason)) = summary.result { return reason }
+        if case .success(let summary) = state.result, case .ran(.held(let reason, _)) = summary.result { return .writeHeld(reason: reason) }
         return nil
     }
 
@@ -197,6 +198,11 @@ final class SyncScreen: Screen {
                 if !report.sourceFailures.isEmpty { words += " \(Format.files(report.sourceFailures.count)) could not be read; the next run uploads them." }
                 if report.identityReset { words += " The remote's identity changed, so everything was uploaded again." }
                 return (words, report.deleteFailures.isEmpty && report.sourceFailures.isEmpty ? .good : .warning)
+            case .ran(.held(let reason, let report)):
+                let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
+                return ("Stopped by the write hold (\(reason)) after \(Format.files(files)) uploaded (\(Format.bytes(report.uploadedBytes))) "
+                    + "and \(Format.count(report.deleted.count)) deleted; what was written is recorded."
+                    + (holdCleared ? " The hold is cleared now; s finishes the sync." : " Clear the hold, then sync again to finish."), .warning)
             case .ran(.unavailable(.writeHeld)) where holdCleared:
                 return ("Not synced: the write hold stopped this run. The hold is cleared now; nothing was synced since.", .warning)
             case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
