@@ -3,6 +3,7 @@
 // (and `s` syncs); placing a group over a local file that differs asks a second time, keeps
 // the local file by default and overwrites it only on `o`.
 
+import BackupEngine
 import BackupTestSupport
 import Foundation
 import XCTest
@@ -23,8 +24,9 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
         return home
     }
 
-    private func tmux(_ home: Home, _ arguments: [String]) throws -> Tmux {
-        let tmux = try Tmux(width: 100, height: 30, arguments: arguments, environment: home.environment, directory: home.dir.path)
+    private func tmux(_ home: Home, _ arguments: [String], extra: [String: String] = [:]) throws -> Tmux {
+        let tmux = try Tmux(width: 100, height: 30, arguments: arguments,
+                            environment: home.environment.merging(extra) { _, new in new }, directory: home.dir.path)
         addTeardownBlock { tmux.kill() }
         return tmux
     }
@@ -70,6 +72,36 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
         XCTAssertTrue(onRemote(home, "new.txt"))
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
+    func testAHoldSetWhileTheSyncRunsSaysWhatWasUploadedBeforeIt() throws {
+        // A throttled WebDAV server: the second, larger file is still uploading when the hold
+        // is set from another process; the run stops before the marker and says what it wrote.
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        let server = try RcloneServer(.webdav, root: try home.dir.makeFolder("webdav-root"), extraArguments: ["--bwlimit", "200k"])
+        addTeardownBlock { server.stop() }
+        try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
+        try home.write("a.txt", "small")
+        try home.write("b.bin", String(repeating: "0123456789abcdef", count: 65_536))
+        let password = ["BACKUP_PASSWORD": server.secret]
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", "webdav://\(server.user)@127.0.0.1:\(server.port)/backup"]), 0)
+        let configPath = home.dir.path("config/backup/config")
+        let config = try String(contentsOfFile: configPath, encoding: .utf8)
+        try (config + "transfers = 1\n").write(toFile: configPath, atomically: true, encoding: .utf8)
+
+        let tmux = try tmux(home, ["sync", "--yes"], extra: password)
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: server.root + "/backup/a.txt") && Date() < deadline { usleep(10_000) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: server.root + "/backup/a.txt"), "the first upload never landed")
+        XCTAssertEqual(try home.scripted(["hold", "set", "swapping the disk"]), 0)
+        let stopped = try tmux.wait(for: "Stopped by the write hold")
+        let words = stopped.replacingOccurrences(of: "\n ", with: " ")
+        XCTAssertTrue(words.contains("Stopped by the write hold (swapping the disk) after 2 files uploaded (1.0 MiB)"), stopped)
+        XCTAssertFalse(words.contains("nothing was written"), stopped)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: server.root + "/backup/" + SyncEngine.defaultMarkerPath), "the marker was written after the hold")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 3)
     }
 
     func testPlacingOverADifferingLocalFileAsksAgainKeepsMineByDefaultAndOverwritesOnlyOnO() throws {

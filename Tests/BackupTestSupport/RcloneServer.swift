@@ -41,7 +41,7 @@ public final class RcloneServer: @unchecked Sendable {
     /// (PEM files) serve WebDAV over https.
     public init(
         _ kind: Kind, root: String, extraKeys: [(String, String)] = [], certificate: String? = nil, key: String? = nil,
-        file: StaticString = #filePath, line: UInt = #line
+        extraArguments: [String] = [], file: StaticString = #filePath, line: UInt = #line
     ) throws {
         self.kind = kind
         self.root = root
@@ -67,6 +67,8 @@ public final class RcloneServer: @unchecked Sendable {
             var arguments = ["serve", kind.rawValue, "--addr", "127.0.0.1:\(port)", "--log-level", "ERROR",
                              "--dir-cache-time", "100ms"]
             if let certificate, let key { arguments += ["--cert", certificate, "--key", key] }
+            // E.g. --bwlimit, for a transfer slow enough to watch (or to act during).
+            arguments += extraArguments
             process.arguments = ["-c", "\"$0\" \"$@\" <&- & child=$!; cat >/dev/null; kill $child 2>/dev/null; wait $child",
                                  rclone] + arguments + [root]
             var environment = ProcessInfo.processInfo.environment
