@@ -210,6 +210,7 @@ public final class SyncEngine: Sendable {
                 try await storage.flush()
                 report.uploaded.append(markerPath)
                 report.uploadedBytes += file.size
+                report.markerBytes = file.size
                 report.markerUploaded = true
                 // Rule 9: without a provider identity the marker's id is the identity. It is
                 // taken after every marker upload, not only the first, so that a provider

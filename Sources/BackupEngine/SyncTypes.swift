@@ -459,6 +459,10 @@ public struct SyncReport: Sendable, Equatable {
     public var wroteAnything: Bool { !uploaded.isEmpty || !deleted.isEmpty || !metadataUpdated.isEmpty }
     /// Bytes uploaded, the marker included.
     public var uploadedBytes: Int64 = 0
+    /// Of `uploadedBytes`, the marker's (0 when it was not uploaded).
+    public var markerBytes: Int64 = 0
+    /// The bytes of the uploaded files, the marker's left out.
+    public var fileBytes: Int64 { uploadedBytes - markerBytes }
     /// Paths deleted from the remote.
     public var deleted: [String] = []
     /// Deletes that failed and will be retried next run.

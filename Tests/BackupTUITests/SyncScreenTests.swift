@@ -62,7 +62,9 @@ final class SyncScreenTests: XCTestCase {
         var report = SyncReport()
         report.uploaded = PathList((0..<1001).map { "f\($0)" })
         report.markerUploaded = true
-        report.uploadedBytes = 4_194_400
+        // The marker's bytes are told apart: a 6-byte file must not read "17.2 KiB uploaded".
+        report.markerBytes = 17_613
+        report.uploadedBytes = 4_194_304 + 17_613
         report.deleted = ["old.txt"]
         report.unchanged = 12
         job.finish(.success(summary(.ran(.completed(report)))))
@@ -72,7 +74,7 @@ final class SyncScreenTests: XCTestCase {
         XCTAssertEqual(buffer.lines[5], " Completed")
         XCTAssertTrue(buffer.lines[6].hasSuffix("█ 100%"), buffer.lines[6])
         XCTAssertEqual(buffer.lines[10], " Completed: 1,000 files uploaded (4.0 MiB), 1 deleted, 12")
-        XCTAssertEqual(buffer.lines[11], " unchanged.")
+        XCTAssertEqual(buffer.lines[11], " unchanged. The backup's marker was written (17.2 KiB).")
         XCTAssertEqual(buffer.lines[12], "   s  run the sync again")
         XCTAssertEqual(buffer.style(row: 10, column: 1), .good)
     }

@@ -145,3 +145,20 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
         XCTAssertEqual(home.tree(target), home.tree(home.source))
     }
 }
+
+/// What the TUI says of a run is what happened, in the real binary in tmux.
+final class TUITruthfulWordsTests: XCTestCase {
+    func testASixByteFileIsReportedAsSixBytesAndTheMarkerApart() throws {
+        let home = try TUIEndToEndTests.Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.write("tiny.txt", "sixby\n")
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
+        let tmux = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: home.environment, directory: home.dir.path)
+        addTeardownBlock { tmux.kill() }
+        let done = try tmux.wait(for: "unchanged.").replacingOccurrences(of: "\n ", with: " ")
+        XCTAssertTrue(done.contains("Completed: 1 file uploaded (6 B), 0 deleted, 0 unchanged."), done)
+        XCTAssertTrue(done.contains("The backup's marker was written ("), done)
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+}

@@ -23,11 +23,13 @@ enum SyncCommand {
             result["marker_uploaded"] = report.markerUploaded
             result["deleted"] = report.deleted.count
             result["bytes"] = report.uploadedBytes
+            result["marker_bytes"] = report.markerBytes
             result["unchanged"] = report.unchanged
             result["metadata_updated"] = report.metadataUpdated.count
             result["delete_failures"] = report.deleteFailures.map { ["path": $0.path, "error": Words.key($0.error.kind), "message": $0.error.message] }
             result["unreadable"] = report.sourceFailures.map(\.path)
-            lines = ["synced \"\(profile.name)\": \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"
+            lines = ["synced \"\(profile.name)\": \(files) file(s) uploaded (\(Output.bytes(report.fileBytes))), \(report.deleted.count) deleted, \(report.unchanged) unchanged"
+                + (report.markerUploaded ? "; the backup's marker written (\(Output.bytes(report.markerBytes)))" : "")
                 + (report.metadataUpdated.isEmpty ? "" : " (\(report.metadataUpdated.count) with new modes, times or owners, recorded without uploading)")]
             for failure in report.deleteFailures { lines.append("not deleted (retried next run): \(failure.path): \(failure.error.message)") }
             for failure in report.sourceFailures { lines.append("not uploaded (retried next run): \(failure.message)") }
@@ -45,7 +47,7 @@ enum SyncCommand {
             result["uploaded"] = files
             result["deleted"] = report.deleted.count
             result["bytes"] = report.uploadedBytes
-            lines = ["the write hold (\(reason)) stopped this sync after \(files) file(s) uploaded (\(Output.bytes(report.uploadedBytes))) "
+            lines = ["the write hold (\(reason)) stopped this sync after \(files) file(s) uploaded (\(Output.bytes(report.fileBytes))) "
                 + "and \(report.deleted.count) deleted; what was written is recorded",
                      "clear the hold with `backup hold clear --profile \(profile.name)`, then sync again to finish"]
         case .ran(.failed(let error, let report)):

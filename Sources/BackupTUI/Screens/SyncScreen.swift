@@ -192,15 +192,16 @@ final class SyncScreen: Screen {
             case .ran(.completed(let report)):
                 // Files, as the scripted mode counts them: the marker is not one of them.
                 let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
-                var words = "Completed: \(Format.files(files)) uploaded (\(Format.bytes(report.uploadedBytes))), "
+                var words = "Completed: \(Format.files(files)) uploaded (\(Format.bytes(report.fileBytes))), "
                     + "\(Format.count(report.deleted.count)) deleted, \(Format.count(report.unchanged)) unchanged."
+                if report.markerUploaded { words += " The backup's marker was written (\(Format.bytes(report.markerBytes)))." }
                 if !report.deleteFailures.isEmpty { words += " \(report.deleteFailures.count) deletes failed; the next run retries them." }
                 if !report.sourceFailures.isEmpty { words += " \(Format.files(report.sourceFailures.count)) could not be read; the next run uploads them." }
                 if report.identityReset { words += " The remote's identity changed, so everything was uploaded again." }
                 return (words, report.deleteFailures.isEmpty && report.sourceFailures.isEmpty ? .good : .warning)
             case .ran(.held(let reason, let report)):
                 let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
-                return ("Stopped by the write hold (\(reason)) after \(Format.files(files)) uploaded (\(Format.bytes(report.uploadedBytes))) "
+                return ("Stopped by the write hold (\(reason)) after \(Format.files(files)) uploaded (\(Format.bytes(report.fileBytes))) "
                     + "and \(Format.count(report.deleted.count)) deleted; what was written is recorded."
                     + (holdCleared ? " The hold is cleared now; s finishes the sync." : " Clear the hold, then sync again to finish."), .warning)
             case .ran(.unavailable(.writeHeld)) where holdCleared:
