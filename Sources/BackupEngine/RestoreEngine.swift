@@ -23,6 +23,8 @@ public final class RestoreEngine: Sendable {
     /// After this many failed attempts an optional file is skipped until
     /// `resume(resetAttempts: true)`.
     public let maxAttempts: Int
+    /// The tries a file gets before a run skips it, unless the engine is given another count.
+    public static let defaultMaxAttempts = 3
     /// How many downloads may be in flight at once (the profile's `transfers`).
     public let transfers: Int
     private let availability: @Sendable () async -> Availability
@@ -34,7 +36,7 @@ public final class RestoreEngine: Sendable {
         record: RestoreRecord,
         staging: any RestoreStaging,
         markerPath: String = SyncEngine.defaultMarkerPath,
-        maxAttempts: Int = 3,
+        maxAttempts: Int = RestoreEngine.defaultMaxAttempts,
         transfers: Int = 1,
         availability: @escaping @Sendable () async -> Availability = { .available },
         onFileFailed: @escaping @Sendable (RestoreFile, RestoreFailure) -> Void = { _, _ in }

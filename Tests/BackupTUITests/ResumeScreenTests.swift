@@ -35,10 +35,12 @@ final class ResumeScreenTests: XCTestCase {
         let (loop, buffer) = f.loop([HomeScreen(context: f.context), ResumeScreen(context: f.context, profile: profile, request: RestoreRequest())])
         f.press([], loop, buffer)
         let text = buffer.text
-        XCTAssertTrue(text.contains("3 placed · 2 staged · 0 pending · 2 with failed attempts"), text)
+        let words = text.replacingOccurrences(of: "\n ", with: " ")
+        XCTAssertTrue(words.contains("3 placed · 2 not placed yet: 2 downloaded and checked, 0 not downloaded · 2 tried before"), text)
         XCTAssertTrue(text.contains("! papers   ██████████████████ 3/3 placed"), text)
         XCTAssertTrue(text.contains("photos   ██████████████████ 0/2 placed, 2 staged"), text)
-        XCTAssertTrue(text.contains("photos: 1 failed attempt (rejected at placement)"), text)
+        XCTAssertTrue(text.contains("photos: tried 1 time, not placed (rejected at placement)"), "a rejection is no failure: \(text)")
+        XCTAssertFalse(words.contains("skipped"), text)
         XCTAssertTrue(buffer.lines.last?.hasPrefix(" Enter continue  t retry failed") == true, text)
 
         f.press([.enter], loop, buffer)
@@ -47,6 +49,17 @@ final class ResumeScreenTests: XCTestCase {
         XCTAssertEqual(f.restores[0].job.request.resume, true)
         XCTAssertEqual(f.restores[0].job.request.resetAttempts, false)
         XCTAssertEqual(f.restores[0].record, f.app.paths.restoreRecord(profile: "default"))
+    }
+
+    func testFilesOutOfTriesAreSaidToBeSkippedWithTheKeyAndTheFlag() throws {
+        try writeRecord()
+        let record = try RestoreRecord(path: f.app.paths.restoreRecord(profile: profile.name))
+        try record.countAttempt([3], reason: "hash mismatch", status: .downloaded)
+        try record.countAttempt([3], reason: "hash mismatch", status: .downloaded)
+        let (loop, buffer) = f.loop([HomeScreen(context: f.context), ResumeScreen(context: f.context, profile: profile, request: RestoreRequest())])
+        f.press([], loop, buffer)
+        let words = buffer.text.replacingOccurrences(of: "\n ", with: " ")
+        XCTAssertTrue(words.contains("1 file skipped after 3 tries: press t to try them again (backup restore --resume --reset-attempts)."), buffer.text)
     }
 
     func testRetryFailedResetsTheAttempts() throws {

@@ -51,7 +51,7 @@ enum RestoreCommand {
             if !summary.refused.isEmpty { lines.append("\(summary.refused.count) remote path(s) were refused and not restored (they would land outside the target)") }
         case .restored(.partial(let pending)):
             result["status"] = "partial"
-            lines = ["restore incomplete: \(summary.placed) placed, \(pending.count) pending; \(resumeHint)"]
+            lines = ["restore incomplete: \(summary.placed) placed, \(pending.count) not placed yet; \(resumeHint)"]
         case .restored(.placementRejected(let group)):
             result["status"] = "partial"
             result["reason"] = "placementRejected"

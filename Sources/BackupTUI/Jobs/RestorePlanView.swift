@@ -25,6 +25,8 @@ struct GroupProgress: Sendable, Equatable {
     var failedFiles = 0
     /// The most attempts any file of the group has used.
     var attempts = 0
+    /// Files out of attempts (a restore skips them until its attempts are reset).
+    var skipped = 0
     var lastError: String?
     var stage: Stage = .pending
 }
@@ -58,6 +60,7 @@ struct RestorePlanView: Sendable, Equatable {
             case .downloaded: groups[index].staged += 1
             case .pending: break
             }
+            if recorded.attempts >= Self.maxAttempts && recorded.status != .done { groups[index].skipped += 1 }
             if recorded.attempts > 0 {
                 groups[index].failedFiles += 1
                 groups[index].attempts = max(groups[index].attempts, recorded.attempts)
@@ -70,7 +73,11 @@ struct RestorePlanView: Sendable, Equatable {
         }
     }
 
+    /// The tries a file gets before a restore skips it (the engine's, which the app keeps).
+    static let maxAttempts = RestoreEngine.defaultMaxAttempts
+
     var filesTotal: Int { groups.reduce(0) { $0 + $1.total } }
+    var filesSkipped: Int { groups.reduce(0) { $0 + $1.skipped } }
     var filesPlaced: Int { groups.reduce(0) { $0 + $1.placed } }
     var filesStaged: Int { groups.reduce(0) { $0 + $1.staged } }
     var filesPending: Int { filesTotal - filesPlaced - filesStaged }

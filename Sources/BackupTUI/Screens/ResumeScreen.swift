@@ -83,16 +83,24 @@ final class ResumeScreen: Screen {
         row += 1
         canvas.text("The record of the unfinished restore:", row: row, style: .accent)
         row += 1
-        canvas.text("\(plan.filesPlaced) placed · \(plan.filesStaged) staged · \(plan.filesPending) pending · "
-            + "\(plan.filesWithFailures) with failed attempts", row: row)
-        row += 2
+        // The words of the CLI and the man page: placed (moved into place), downloaded and
+        // checked (staged), not downloaded yet; "not placed yet" is the CLI's "pending".
+        row += canvas.paragraph("\(Format.count(plan.filesPlaced)) placed · \(Format.count(plan.filesTotal - plan.filesPlaced)) not placed yet: "
+            + "\(Format.count(plan.filesStaged)) downloaded and checked, \(Format.count(plan.filesPending)) not downloaded · "
+            + "\(Format.count(plan.filesWithFailures)) tried before", row: row, maxRows: 2)
+        row += 1
         let shown = GroupTable.draw(plan.groups, first: min(scroll, max(plan.groups.count - 1, 0)), canvas: canvas, row: row,
                                     rows: max(canvas.body.upperBound - row - 4, 1))
         row += shown + 1
+        // A rejection is a try that ended "not now", not a failure: tries are counted either way.
         for group in plan.groups where group.attempts > 0 && row < canvas.body.upperBound - 2 {
-            canvas.text("\(group.label): \(group.attempts) failed attempt\(group.attempts == 1 ? "" : "s")"
+            canvas.text("\(group.label): tried \(group.attempts) time\(group.attempts == 1 ? "" : "s"), not placed"
                 + (group.lastError.map { " (\($0))" } ?? ""), row: row, style: .warning)
             row += 1
+        }
+        if plan.filesSkipped > 0 && row < canvas.body.upperBound - 2 {
+            row += canvas.paragraph("\(Format.files(plan.filesSkipped)) skipped after \(RestorePlanView.maxAttempts) tries: press t to try "
+                + "them again (backup restore --resume --reset-attempts).", row: row, maxRows: 2, style: .warning)
         }
         if row < canvas.body.upperBound {
             canvas.paragraph("Enter continues from here: staged files are not downloaded again.", row: row + 1, maxRows: 2)
