@@ -288,10 +288,20 @@ extension BackupApp {
         for note in reporting.takeListingNotes() { events(.note(path: "", message: note)) }
     }
 
-    /// The command that continues the recorded restore.
+    /// The command that continues the recorded restore, whole: the profile (or remote) and,
+    /// unless it is the profile's source, the target, quoted for a shell.
     public static func resumeCommand(profile: Profile?, remoteURL: String?, target: String) -> String {
-        if let remoteURL { return "backup restore --remote \(RemoteURL.redacted(remoteURL)) --to \(target) --resume" }
-        return "backup restore --profile \(profile?.name ?? "default") --resume"
+        if let remoteURL { return "backup restore --remote \(shellWord(RemoteURL.redacted(remoteURL))) --to \(shellWord(target)) --resume" }
+        let into = profile.map { sameFolder($0.source, target) } == true ? "" : " --to \(shellWord(target))"
+        return "backup restore --profile \(shellWord(profile?.name ?? "default"))\(into) --resume"
+    }
+
+    /// `word` as a shell reads it back: as it is when it holds only safe characters, else in
+    /// single quotes (a quote inside as '\'').
+    static func shellWord(_ word: String) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-~")
+        if !word.isEmpty, word.allSatisfy({ safe.contains($0) }), !word.hasPrefix("~") { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     /// Refuses to start when the files still to download need more than the target's free space.

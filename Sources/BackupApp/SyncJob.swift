@@ -91,6 +91,15 @@ extension BackupApp {
             return consentGiven ? .available : .needsConsent
         }
 
+        // Missing credentials are known before anything is read: no scan (of what may be a
+        // million files) for a run that cannot list or write.
+        if availability == .noAccount {
+            let unavailable = SyncOutcome.unavailable(.noAccount)
+            return SyncSummary(
+                profile: profile.name, result: request.dryRun ? .previewed(.unavailable(.noAccount)) : .ran(unavailable),
+                files: 0, bytes: 0, hashedFiles: 0, absent: 0, notes: [], symlinks: 0, folders: 0)
+        }
+
         do {
             // The listing runs while the source is scanned, once the gate allows touching the
             // remote at all (rule 1) and no hold would stop the run before it lists.

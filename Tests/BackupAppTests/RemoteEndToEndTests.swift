@@ -128,6 +128,9 @@ final class RemoteEndToEndTests: XCTestCase {
         XCTAssertEqual(result.status, 3)
         XCTAssertEqual(result.result?["reason"] as? String, "noAccount")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: server.root), [])
+        // Known before the scan: the source is not read for a run that cannot list or write.
+        XCTAssertFalse(result.jsonLines.contains { $0["event"] as? String == "scanned" }, result.stdout)
+        XCTAssertEqual(result.result?["files"] as? Int, 0, result.stdout)
     }
 
     func testWrongPasswordFailsFastAsAuthRevokedWithoutPrintingIt() throws {

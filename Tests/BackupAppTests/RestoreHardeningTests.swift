@@ -2,6 +2,7 @@
 // real binary: what is refused, what exit status says so, and that nothing outside the target
 // changes. (The hostile WebDAV server's attacks are in HostileRemoteTests.)
 
+import BackupApp
 import BackupEngine
 import BackupTestSupport
 import BackupTree
@@ -58,8 +59,18 @@ final class RestoreHardeningTests: XCTestCase {
         let refused = try f.run("restore", "--to", elsewhere, "--resume")
         XCTAssertEqual(refused.status, 2, refused.stderr)
         XCTAssertTrue(refused.stderr.contains(target), refused.stderr)
-        XCTAssertTrue(refused.stderr.contains("backup restore --profile default --resume"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("backup restore --profile default --to \(target) --resume"), "the whole command: \(refused.stderr)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: elsewhere), "a refused resume created its --to")
+    }
+
+    func testTheResumeCommandIsWholeAndQuotedForTheShell() {
+        let profile = Profile(name: "work", source: "/home/alice", remote: "/mnt/backup")
+        XCTAssertEqual(BackupApp.resumeCommand(profile: profile, remoteURL: nil, target: "/home/alice"),
+                       "backup restore --profile work --resume", "into the source, --to says nothing")
+        XCTAssertEqual(BackupApp.resumeCommand(profile: profile, remoteURL: nil, target: "/tmp/it's here"),
+                       "backup restore --profile work --to '/tmp/it'\\''s here' --resume")
+        XCTAssertEqual(BackupApp.resumeCommand(profile: nil, remoteURL: "/mnt/other disk", target: "/srv/restored"),
+                       "backup restore --remote '/mnt/other disk' --to /srv/restored --resume")
     }
 
     func testTheRecordNamesNoLocalPath() throws {

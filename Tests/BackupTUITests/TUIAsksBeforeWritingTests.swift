@@ -148,6 +148,22 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
 
 /// What the TUI says of a run is what happened, in the real binary in tmux.
 final class TUITruthfulWordsTests: XCTestCase {
+    func testMissingCredentialsAreSaidBeforeTheSourceIsScanned() throws {
+        let home = try TUIEndToEndTests.Home()
+        addTeardownBlock { home.dir.cleanup() }
+        for i in 0..<200 { try home.write("docs/file\(i).txt", "contents \(i)") }
+        // No BACKUP_PASSWORD and no password_command: the run cannot list or write; nothing
+        // listens on port 9 either, and nothing tries it.
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", "webdav://alice@127.0.0.1:9/backup"]), 0)
+        let tmux = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: home.environment, directory: home.dir.path)
+        addTeardownBlock { tmux.kill() }
+        let screen = try tmux.wait(for: "there are no credentials")
+        XCTAssertTrue(screen.contains("Not synced"), screen)
+        XCTAssertFalse(screen.contains("Scanned"), "the source was scanned for a run that could not start: \(screen)")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 3)
+    }
+
     func testASixByteFileIsReportedAsSixBytesAndTheMarkerApart() throws {
         let home = try TUIEndToEndTests.Home()
         addTeardownBlock { home.dir.cleanup() }
