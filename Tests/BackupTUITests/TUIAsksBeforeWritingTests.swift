@@ -14,13 +14,7 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
     private func backedUp() throws -> Home {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }
-        for i in 1...3 { try home.write("papers/tax-\(i).txt", "tax year \(i)") }
-        try home.write("photos/beach.jpg", String(repeating: "sand", count: 5000))
-        try home.write("todo.txt", "call the plumber")
-        XCTAssertEqual(try home.scripted([
-            "init", "--source", home.source, "--remote", home.remote, "--group", "papers=papers/,required", "--group", "photos=photos/",
-        ]), 0)
-        XCTAssertEqual(try home.scripted(["sync", "--yes", "--json"]), 0)
+        try home.backUpSample()
         return home
     }
 

@@ -49,6 +49,22 @@ final class TUIEndToEndTests: XCTestCase {
             try dir.write("source/" + relative, Data(text.utf8))
         }
 
+        /// The sample backup most tests start from, synced to the folder remote: papers
+        /// (required, three files), photos (two, one with a wide name) and todo.txt.
+        func backUpSample() throws {
+            for i in 1...3 { try write("papers/tax-\(i).txt", "tax year \(i)") }
+            try write("photos/beach.jpg", String(repeating: "sand", count: 5000))
+            try write("photos/写真.jpg", String(repeating: "山", count: 3000))
+            try write("todo.txt", "call the plumber")
+            for arguments in [["init", "--source", source, "--remote", remote, "--group", "papers=papers/,required", "--group", "photos=photos/"],
+                              ["sync", "--yes", "--json"]] {
+                let status = try scripted(arguments)
+                guard status == 0 else {
+                    throw NSError(domain: "backup", code: Int(status), userInfo: [NSLocalizedDescriptionKey: "\(arguments) exited \(status)"])
+                }
+            }
+        }
+
         /// `count` small files in folders of 100.
         func manyFiles(_ count: Int) throws {
             for i in 0..<count {
@@ -178,14 +194,7 @@ final class TUIEndToEndTests: XCTestCase {
     /// file in no group.
     private func backedUp() throws -> Home {
         let home = try home()
-        for i in 1...3 { try home.write("papers/tax-\(i).txt", "tax year \(i)") }
-        try home.write("photos/beach.jpg", String(repeating: "sand", count: 5000))
-        try home.write("photos/写真.jpg", String(repeating: "山", count: 3000))
-        try home.write("todo.txt", "call the plumber")
-        XCTAssertEqual(try home.scripted([
-            "init", "--source", home.source, "--remote", home.remote, "--group", "papers=papers/,required", "--group", "photos=photos/",
-        ]), 0)
-        XCTAssertEqual(try home.scripted(["sync", "--yes", "--json"]), 0)
+        try home.backUpSample()
         return home
     }
 
