@@ -6,7 +6,7 @@ import BackupTerminal
 
 /// Something a key asks for.
 enum Action: String, Sendable, CaseIterable {
-    case help, quit, back
+    case help, quit, back, redraw
     case up, down
     case sync, restore, resume, hold, newProfile, refresh, showProfile
     case syncAgain, allowConsent, allowShrink, openHold, restoreFirst
@@ -62,6 +62,7 @@ enum KeyMaps {
         Binding([ch("?"), .function(1)], .help, "show this help: every key of the screen you are on", hint: "help"),
         Binding([ch("q"), .function(10)], .quit, "quit; while a job runs, asks first, then stops it cleanly (its record is kept)", hint: "quit"),
         Binding([.escape], .back, "go back to the previous screen", hint: "back"),
+        Binding([.control("l")], .redraw, "paint the whole screen again (after another program wrote over it)"),
     ])
 
     static let home = KeyMap(name: "Profiles", bindings: [

@@ -75,6 +75,11 @@ final class Loop {
 
     private func handle(_ key: Key) {
         if key == .resize { return }
+        // Everywhere, as in every curses program: paint the whole screen again.
+        if key == .control("l") {
+            terminal.repaintAll()
+            return
+        }
         if let (dialog, then) = confirm {
             guard let yes = dialog.handle(key) else { return }
             confirm = nil

@@ -123,6 +123,10 @@ public final class CursesTerminal: Terminal {
         wrefresh(backup_stdscr())
     }
 
+    public func repaintAll() {
+        clearok(backup_stdscr(), true)
+    }
+
     public func readKey(timeoutMilliseconds: Int) -> Key? {
         wtimeout(backup_stdscr(), Int32(timeoutMilliseconds))
         var value: wint_t = 0

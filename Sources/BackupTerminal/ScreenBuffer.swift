@@ -74,6 +74,10 @@ public final class ScreenBuffer: Terminal {
     public func placeCursor(row: Int, column: Int) { pendingCursor = (row, column) }
     public func hideCursor() { pendingCursor = nil }
 
+    /// How many times a whole repaint was asked for (Ctrl-L).
+    public private(set) var repaints = 0
+    public func repaintAll() { repaints += 1 }
+
     public func present() {
         frame = drawing
         cursor = pendingCursor

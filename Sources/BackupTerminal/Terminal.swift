@@ -75,6 +75,9 @@ public protocol Terminal: AnyObject {
     func hideCursor()
     /// Shows the drawn frame.
     func present()
+    /// Makes the next `present()` paint the whole screen again, whatever is on it now
+    /// (Ctrl-L: another program wrote over the interface).
+    func repaintAll()
     /// The next key, waiting at most `timeoutMilliseconds`; nil when none came.
     func readKey(timeoutMilliseconds: Int) -> Key?
 }

@@ -1,7 +1,8 @@
 // Nothing writes without the person asking for that write, in the real binary in tmux: Enter
 // on a profile shows it (and `s` syncs); clearing a hold from the sync screen only clears it
 // (and `s` syncs); placing a group over a local file that differs asks a second time, keeps
-// the local file by default and overwrites it only on `o`.
+// the local file by default and overwrites it only on `o`. And the words it says of a run are
+// what happened (the marker apart, credentials before the scan); Ctrl-L paints it all again.
 
 import BackupEngine
 import BackupTestSupport
@@ -156,6 +157,26 @@ final class TUITruthfulWordsTests: XCTestCase {
         XCTAssertFalse(screen.contains("Scanned"), "the source was scanned for a run that could not start: \(screen)")
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 3)
+    }
+
+    func testCtrlLPaintsTheWholeScreenAgainAfterAnotherProgramWroteOverIt() throws {
+        let home = try TUIEndToEndTests.Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let tmux = try Tmux(width: 100, height: 30, arguments: [], environment: home.environment, directory: home.dir.path)
+        addTeardownBlock { tmux.kill() }
+        let before = try tmux.wait(for: "synced ")
+        // Another program writes straight to the terminal, over the interface.
+        let tty = try tmux.format("#{pane_tty}")
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: tty))
+        handle.write(Data("\u{1B}[5;3HSCRIBBLED-OVER-BY-SOMETHING-ELSE".utf8))
+        try handle.close()
+        try tmux.wait(for: "SCRIBBLED-OVER")
+        try tmux.press("C-l")
+        let after = try tmux.wait(for: "the scribble to go") { !$0.contains("SCRIBBLED") && $0.contains("synced ") }
+        XCTAssertEqual(after, before, "the repainted screen is the one drawn before")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 
     func testASixByteFileIsReportedAsSixBytesAndTheMarkerApart() throws {
