@@ -65,6 +65,9 @@ final class Context {
     var startRestore: (Profile?, RestoreRequest, String, Bool) -> RestoreJob
     /// The exit status of the last job that finished; the session exits with it.
     var lastStatus: ExitStatus?
+    /// How the last job that finished ended, in words: printed on the terminal once the
+    /// session has given it back, so what happened stays on screen after the interface.
+    var lastSummary: String?
 
     init(app: BackupApp, clock: @escaping @Sendable () -> Double = Context.monotonicSeconds, timeZone: TimeZone = .current) {
         self.app = app

@@ -52,7 +52,13 @@ public enum TUI {
         }
         defer { terminal.close() }
         let context = Context(app: app)
-        return Loop(terminal: terminal, context: context, screens: screens(for: start, context: context), stop: stop).run()
+        let status = Loop(terminal: terminal, context: context, screens: screens(for: start, context: context), stop: stop).run()
+        terminal.close()
+        if let summary = context.lastSummary {
+            // One line on the terminal given back, as the scripted mode would have ended.
+            FileHandle.standardOutput.write(Data(("backup: " + TerminalText.visible(summary) + "\n").utf8))
+        }
+        return status
     }
 
     /// The stack a session opens with: home at the bottom, so going back always lands there.

@@ -179,6 +179,23 @@ final class TUITruthfulWordsTests: XCTestCase {
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 
+    func testQuittingLeavesTheLastJobsOutcomeOnTheTerminal() throws {
+        let home = try TUIEndToEndTests.Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.write("tiny.txt", "sixby\n")
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
+        let tmux = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: home.environment, directory: home.dir.path)
+        addTeardownBlock { tmux.kill() }
+        try tmux.wait(for: "Completed:")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+        let after = try tmux.screen()
+        let summary = after.split(separator: "\n").filter { $0.hasPrefix("backup: ") }
+        XCTAssertEqual(summary.count, 1, after)
+        XCTAssertTrue(summary.first?.hasPrefix("backup: sync \"default\": Completed: 1 file uploaded (6 B), 0 deleted, 0 unchanged.") == true, after)
+        XCTAssertEqual(try tmux.format("#{alternate_on}"), "0", "the interface's screen is gone")
+    }
+
     func testASixByteFileIsReportedAsSixBytesAndTheMarkerApart() throws {
         let home = try TUIEndToEndTests.Home()
         addTeardownBlock { home.dir.cleanup() }

@@ -66,6 +66,7 @@ final class RestoreScreen: Screen {
             case .success(let summary): context.lastStatus = summary.status
             case .failure(let error): context.lastStatus = error.status
             }
+            context.lastSummary = "restore: " + outcome(result).0
         }
         state = snapshot
         if let offer = snapshot.offer {

@@ -59,6 +59,7 @@ final class SyncScreen: Screen {
         seen = snapshot.version
         if state.result == nil, let result = snapshot.result {
             context.lastStatus = Self.status(result)
+            context.lastSummary = "sync \"\(profile.name)\": " + outcome(result).0
         }
         state = snapshot
         return true
