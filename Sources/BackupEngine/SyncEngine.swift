@@ -641,9 +641,11 @@ public final class SyncEngine: Sendable {
             }
             if cancelled { throw CancellationError() }
             if case .failed(let error, _) = stop { return .failed(error, report) }
-            if case .unavailable(.writeHeld(let reason)) = stop, report.wroteAnything { return .held(reason: reason, report) }
-            if case .held(let reason, _) = stop { return .held(reason: reason, report) }
-            return stop
+            // A hold: said again with the uploads that were in flight when it was seen.
+            switch stop {
+            case .unavailable(.writeHeld(let reason))?, .held(let reason, _)?: return Self.heldOutcome(reason, report)
+            default: return stop
+            }
         }
     }
 
@@ -651,10 +653,13 @@ public final class SyncEngine: Sendable {
     /// the run started, possibly by another process.
     private func checkBeforeWrite(_ report: SyncReport) throws -> SyncOutcome? {
         try Task.checkCancellation()
-        if case .held(let reason) = try state.hold() {
-            return report.wroteAnything ? .held(reason: reason, report) : .unavailable(.writeHeld(reason: reason))
-        }
+        if case .held(let reason) = try state.hold() { return Self.heldOutcome(reason, report) }
         return nil
+    }
+
+    /// A run a hold stopped: `held` with what it wrote, or `unavailable` when it wrote nothing.
+    private static func heldOutcome(_ reason: String, _ report: SyncReport) -> SyncOutcome {
+        report.wroteAnything ? .held(reason: reason, report) : .unavailable(.writeHeld(reason: reason))
     }
 
     private func upload(_ entry: SyncEntry, root: String) async throws -> RemoteFile {

@@ -463,6 +463,8 @@ public struct SyncReport: Sendable, Equatable {
     public var markerBytes: Int64 = 0
     /// The bytes of the uploaded files, the marker's left out.
     public var fileBytes: Int64 { uploadedBytes - markerBytes }
+    /// How many files were uploaded, the marker left out (it is the tool's own).
+    public var fileCount: Int { uploaded.count - (markerUploaded ? 1 : 0) }
     /// Paths deleted from the remote.
     public var deleted: [String] = []
     /// Deletes that failed and will be retried next run.

@@ -328,6 +328,11 @@ public struct PlacementOffer: Sendable, Equatable {
 
     /// The files whose local copy has other contents.
     public var differing: [PlacementConflict] { conflicts.filter { $0.kind == .differentFile } }
+    /// Whether placing the group asks a second time first: it would replace local files that
+    /// differ, and --overwrite did not already allow that.
+    public var asksBeforeOverwriting: Bool { !overwriteAllowed && !differing.isEmpty }
+    /// The answer that places the group but for those files, whose local copies stay.
+    public var keepingLocal: PlacementDecision { .placedKeepingLocal(Set(differing.map(\.remotePath))) }
 }
 
 /// Placement into a RestoreTarget: a group is checked for conflicts, offered to `decide`,

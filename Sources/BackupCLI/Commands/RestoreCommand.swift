@@ -105,9 +105,9 @@ enum LinePrompt {
     /// Placing a group with local files that differ (without --overwrite) asks once more:
     /// overwrite them, or keep them (the default) and place the rest.
     static func overwriteOrKeep(_ offer: PlacementOffer) -> PlacementDecision {
+        guard offer.asksBeforeOverwriting else { return .placed }
         let differing = offer.differing
-        guard !offer.overwriteAllowed, !differing.isEmpty else { return .placed }
-        let kept = PlacementDecision.placedKeepingLocal(Set(differing.map(\.remotePath)))
+        let kept = offer.keepingLocal
         let names = differing.prefix(3).map(\.localPath).joined(separator: ", ") + (differing.count > 3 ? ", …" : "")
         while true {
             FileHandle.standardError.write(Data(TerminalText.visible(

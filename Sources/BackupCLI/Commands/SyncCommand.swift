@@ -17,7 +17,7 @@ enum SyncCommand {
         switch summary.result {
         case .ran(.completed(let report)):
             // Files only: the marker is the tool's own and is reported on its own.
-            let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
+            let files = report.fileCount
             result["status"] = "completed"
             result["uploaded"] = files
             result["marker_uploaded"] = report.markerUploaded
@@ -41,7 +41,7 @@ enum SyncCommand {
             lines = [Words.explain(reason, remote: profile.remote)]
         case .ran(.held(let reason, let report)):
             // Stopped by a hold set while it ran: what it wrote before is said, not "nothing".
-            let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
+            let files = report.fileCount
             result["status"] = "unavailable"
             result["reason"] = Words.key(UnavailableReason.writeHeld(reason: reason))
             result["uploaded"] = files
@@ -54,7 +54,7 @@ enum SyncCommand {
             result["status"] = "failed"
             result["error"] = Words.key(error.kind)
             result["message"] = error.message
-            result["uploaded"] = report.uploaded.count - (report.markerUploaded ? 1 : 0)
+            result["uploaded"] = report.fileCount
             lines = ["sync failed after \(report.uploaded.count) upload(s): \(error.message)", "what was uploaded is recorded; the next run continues from there"]
         case .previewed(.failed(let error)):
             result["status"] = "failed"

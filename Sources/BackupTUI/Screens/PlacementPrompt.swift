@@ -47,7 +47,7 @@ struct PlacementPrompt {
         }
         // Nothing replaces a local file that differs without a second, explicit answer
         // (unless --overwrite said so already).
-        let asks = !offer.overwriteAllowed && !offer.differing.isEmpty
+        let asks = offer.asksBeforeOverwriting
         switch keys.action(for: key) {
         case .place:
             if asks { askingOverwrite = .place(keepingLocal: true); return nil }

@@ -106,7 +106,7 @@ final class RestoreScreen: Screen {
 
     /// The placement answer: every file, or all but the differing ones the person keeps.
     private static func decision(_ keepingLocal: Bool, prompt: PlacementPrompt) -> PlacementDecision {
-        keepingLocal ? .placedKeepingLocal(Set(prompt.offer.differing.map(\.remotePath))) : .placed
+        keepingLocal ? prompt.offer.keepingLocal : .placed
     }
 
     func draw(_ canvas: Canvas) {

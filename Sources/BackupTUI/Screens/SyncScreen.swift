@@ -192,7 +192,7 @@ final class SyncScreen: Screen {
             switch summary.result {
             case .ran(.completed(let report)):
                 // Files, as the scripted mode counts them: the marker is not one of them.
-                let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
+                let files = report.fileCount
                 var words = "Completed: \(Format.files(files)) uploaded (\(Format.bytes(report.fileBytes))), "
                     + "\(Format.count(report.deleted.count)) deleted, \(Format.count(report.unchanged)) unchanged."
                 if report.markerUploaded { words += " The backup's marker was written (\(Format.bytes(report.markerBytes)))." }
@@ -201,7 +201,7 @@ final class SyncScreen: Screen {
                 if report.identityReset { words += " The remote's identity changed, so everything was uploaded again." }
                 return (words, report.deleteFailures.isEmpty && report.sourceFailures.isEmpty ? .good : .warning)
             case .ran(.held(let reason, let report)):
-                let files = report.uploaded.count - (report.markerUploaded ? 1 : 0)
+                let files = report.fileCount
                 return ("Stopped by the write hold (\(reason)) after \(Format.files(files)) uploaded (\(Format.bytes(report.fileBytes))) "
                     + "and \(Format.count(report.deleted.count)) deleted; what was written is recorded."
                     + (holdCleared ? " The hold is cleared now; s finishes the sync." : " Clear the hold, then sync again to finish."), .warning)
@@ -210,7 +210,7 @@ final class SyncScreen: Screen {
             case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
                 return ("Not synced: " + Explanations.of(reason, remote: profile.remote).what + ".", .warning)
             case .ran(.failed(let error, let report)):
-                return ("Failed after \(Format.files(report.uploaded.count - (report.markerUploaded ? 1 : 0))) uploaded: \(error.message). "
+                return ("Failed after \(Format.files(report.fileCount)) uploaded: \(error.message). "
                     + "What was uploaded is recorded; the next run continues from there.", .bad)
             case .previewed(.failed(let error)):
                 return ("Cannot look at the remote: \(error.message)", .bad)
