@@ -30,6 +30,15 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
         FileManager.default.fileExists(atPath: home.remote + "/" + path)
     }
 
+    /// `s` runs the sync that nothing before it started: new.txt lands, and the TUI quits with 0.
+    private func syncsOnS(_ tmux: Tmux, _ home: Home, file: StaticString = #filePath, line: UInt = #line) throws {
+        try tmux.press("s")
+        try tmux.wait(for: "Completed: 1 file uploaded", file: file, line: line)
+        XCTAssertTrue(onRemote(home, "new.txt"), file: file, line: line)
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(file: file, line: line), 0, file: file, line: line)
+    }
+
     func testEnterOnAProfileShowsItAndSyncsNothing() throws {
         let home = try backedUp()
         try home.write("new.txt", "not backed up yet")
@@ -41,11 +50,7 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
         XCTAssertTrue(shown.contains(home.remote), shown)
         XCTAssertFalse(shown.contains("Syncing") || shown.contains("Completed"), shown)
         XCTAssertFalse(onRemote(home, "new.txt"), "Enter started a sync")
-        try tmux.press("s")
-        try tmux.wait(for: "Completed: 1 file uploaded")
-        XCTAssertTrue(onRemote(home, "new.txt"))
-        try tmux.press("q")
-        XCTAssertEqual(try tmux.exitStatus(), 0)
+        try syncsOnS(tmux, home)
     }
 
     func testClearingAHoldFromTheSyncScreenOnlyClearsIt() throws {
@@ -62,11 +67,7 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
         let back = try tmux.wait(for: "The hold is cleared now")
         XCTAssertTrue(back.contains("run the sync again"), back)
         XCTAssertFalse(onRemote(home, "new.txt"), "clearing the hold started the sync")
-        try tmux.press("s")
-        try tmux.wait(for: "Completed: 1 file uploaded")
-        XCTAssertTrue(onRemote(home, "new.txt"))
-        try tmux.press("q")
-        XCTAssertEqual(try tmux.exitStatus(), 0)
+        try syncsOnS(tmux, home)
     }
 
     func testAHoldSetWhileTheSyncRunsSaysWhatWasUploadedBeforeIt() throws {
