@@ -144,15 +144,33 @@ final class TUIAsksBeforeWritingTests: XCTestCase {
 
 /// What the TUI says of a run is what happened, in the real binary in tmux.
 final class TUITruthfulWordsTests: XCTestCase {
-    func testMissingCredentialsAreSaidBeforeTheSourceIsScanned() throws {
+    private func freshHome() throws -> TUIEndToEndTests.Home {
         let home = try TUIEndToEndTests.Home()
         addTeardownBlock { home.dir.cleanup() }
+        return home
+    }
+
+    private func tmux(_ home: TUIEndToEndTests.Home, _ arguments: [String]) throws -> Tmux {
+        let tmux = try Tmux(width: 100, height: 30, arguments: arguments, environment: home.environment, directory: home.dir.path)
+        addTeardownBlock { tmux.kill() }
+        return tmux
+    }
+
+    /// A profile over one 6-byte file and a folder remote, its first sync running in tmux.
+    private func syncingASixByteFile() throws -> Tmux {
+        let home = try freshHome()
+        try home.write("tiny.txt", "sixby\n")
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
+        return try tmux(home, ["sync", "--yes"])
+    }
+
+    func testMissingCredentialsAreSaidBeforeTheSourceIsScanned() throws {
+        let home = try freshHome()
         for i in 0..<200 { try home.write("docs/file\(i).txt", "contents \(i)") }
         // No BACKUP_PASSWORD and no password_command: the run cannot list or write; nothing
         // listens on port 9 either, and nothing tries it.
         XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", "webdav://alice@127.0.0.1:9/backup"]), 0)
-        let tmux = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: home.environment, directory: home.dir.path)
-        addTeardownBlock { tmux.kill() }
+        let tmux = try tmux(home, ["sync", "--yes"])
         let screen = try tmux.wait(for: "there are no credentials")
         XCTAssertTrue(screen.contains("Not synced"), screen)
         XCTAssertFalse(screen.contains("Scanned"), "the source was scanned for a run that could not start: \(screen)")
@@ -161,11 +179,9 @@ final class TUITruthfulWordsTests: XCTestCase {
     }
 
     func testCtrlLPaintsTheWholeScreenAgainAfterAnotherProgramWroteOverIt() throws {
-        let home = try TUIEndToEndTests.Home()
-        addTeardownBlock { home.dir.cleanup() }
+        let home = try freshHome()
         try home.backUpSample()
-        let tmux = try Tmux(width: 100, height: 30, arguments: [], environment: home.environment, directory: home.dir.path)
-        addTeardownBlock { tmux.kill() }
+        let tmux = try tmux(home, [])
         let before = try tmux.wait(for: "synced ")
         // Another program writes straight to the terminal, over the interface.
         let tty = try tmux.format("#{pane_tty}")
@@ -181,12 +197,7 @@ final class TUITruthfulWordsTests: XCTestCase {
     }
 
     func testQuittingLeavesTheLastJobsOutcomeOnTheTerminal() throws {
-        let home = try TUIEndToEndTests.Home()
-        addTeardownBlock { home.dir.cleanup() }
-        try home.write("tiny.txt", "sixby\n")
-        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
-        let tmux = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: home.environment, directory: home.dir.path)
-        addTeardownBlock { tmux.kill() }
+        let tmux = try syncingASixByteFile()
         try tmux.wait(for: "Completed:")
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
@@ -198,12 +209,7 @@ final class TUITruthfulWordsTests: XCTestCase {
     }
 
     func testASixByteFileIsReportedAsSixBytesAndTheMarkerApart() throws {
-        let home = try TUIEndToEndTests.Home()
-        addTeardownBlock { home.dir.cleanup() }
-        try home.write("tiny.txt", "sixby\n")
-        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
-        let tmux = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: home.environment, directory: home.dir.path)
-        addTeardownBlock { tmux.kill() }
+        let tmux = try syncingASixByteFile()
         let done = try tmux.wait(for: "unchanged.").replacingOccurrences(of: "\n ", with: " ")
         XCTAssertTrue(done.contains("Completed: 1 file uploaded (6 B), 0 deleted, 0 unchanged."), done)
         XCTAssertTrue(done.contains("The backup's marker was written ("), done)
