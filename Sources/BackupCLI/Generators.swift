@@ -302,7 +302,9 @@ enum Manual {
             and run scripted with `--no-tui`, with `--json`, or when either is not a terminal (cron, pipes, CI). \
             Scripted, a progress line goes to standard error, redrawn in place on a terminal and printed at \
             most once a second otherwise, and a summary goes to standard output at the end. \
-            With `--json`, standard output carries JSON lines instead (see JSON OUTPUT).
+            With `--json`, standard output carries JSON lines instead (see JSON OUTPUT). When the interface \
+            closes after a job finished, the outcome of the last one stays on the terminal as one line on \
+            standard output, starting "backup: ".
 
             Options are spelled in full (`--name VALUE` or `--name=VALUE`) and may come before or after \
             the command words. These are accepted by every command:
