@@ -15,3 +15,13 @@ public enum ByteCount {
         return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
     }
 }
+
+public enum DurationText {
+    /// Seconds as "0:07", "12:34" or "1:02:03"; "–" for a time that cannot be told.
+    public static func text(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "–" }
+        let total = Int(min(seconds, 359_999 * 3600).rounded())
+        let (hours, minutes, secs) = (total / 3600, total / 60 % 60, total % 60)
+        return hours > 0 ? String(format: "%d:%02d:%02d", hours, minutes, secs) : String(format: "%d:%02d", minutes, secs)
+    }
+}

@@ -10,14 +10,18 @@ import Synchronization
 public enum JobEvent: Sendable, Equatable {
     /// A new phase began: "scanning", "listing", "syncing", "restoring".
     case phase(String)
+    /// A part of a sync's writes began (uploads, deletes, metadata, the marker).
+    case syncStage(SyncStage)
+    /// The scan so far: files found, and of them read and hashed (with their bytes).
+    case scanning(files: Int, hashed: Int, hashedBytes: Int64)
     /// The scan finished.
     case scanned(files: Int, bytes: Int64, hashedFiles: Int)
     /// Something worth telling about one path (skipped, unreadable, refused).
     case note(path: String, message: String)
-    /// Sync progress: `done` of `total` steps, bytes sent so far, the file in flight.
-    case syncProgress(done: Int, total: Int, bytes: Int64, current: String?)
-    /// Restore progress, bytes received so far, the file in flight.
-    case restoreProgress(RestoreProgress, bytes: Int64, current: String?)
+    /// Sync progress: `done` of `total` steps (uploads, deletes, the marker), and the bytes.
+    case syncProgress(done: Int, total: Int, transfer: TransferReading)
+    /// Restore progress, and the bytes received.
+    case restoreProgress(RestoreProgress, transfer: TransferReading)
     /// A group was not placed because it would overwrite local files that differ.
     case conflict(group: String, paths: [String])
     /// One file of a restore failed this attempt: `kind` is "hashMismatch", "sizeMismatch",
@@ -29,50 +33,213 @@ public enum JobEvent: Sendable, Equatable {
 /// Receives a job's events; called from any thread, must not block.
 public typealias JobEvents = @Sendable (JobEvent) -> Void
 
-/// Counts the bytes a job's transfers have moved and names the file in flight, for the
-/// progress events of both jobs.
-final class TransferMeter: Sendable {
-    private let state = Mutex<(bytes: Int64, current: String?)>((0, nil))
+/// The bytes a job's transfers have moved, what it expects to move, and what moves now.
+public struct TransferReading: Sendable, Equatable {
+    /// One file moving now.
+    public struct Moving: Sendable, Equatable {
+        public var path: String
+        /// Bytes of it moved so far (in this attempt).
+        public var bytes: Int64
+        /// Its size, when known before it moves.
+        public var size: Int64?
 
-    /// `storage`, reporting its transfers to this meter.
-    func observing(_ storage: any RemoteStorage) -> ObservedStorage {
-        ObservedStorage(base: storage) { path, finished in
-            self.state.withLock { value in
-                if let finished { value.bytes += finished; value.current = nil } else { value.current = path }
-            }
+        public init(path: String, bytes: Int64 = 0, size: Int64? = nil) {
+            self.path = path
+            self.bytes = bytes
+            self.size = size
         }
     }
 
-    /// Bytes moved so far and the file in flight.
-    var reading: (bytes: Int64, current: String?) { state.withLock { ($0.bytes, $0.current) } }
-}
+    /// Bytes moved so far: whole files, and what has moved of each file in flight.
+    public var bytes: Int64
+    /// Bytes the job expects to move in all (the planned uploads and the marker, or the
+    /// restore's downloads); 0 until it is known.
+    public var expectedBytes: Int64
+    /// The files in flight, the one that started first first.
+    public var moving: [Moving]
 
-/// Wraps a provider to tell the job which file is moving and how many bytes have moved.
-struct ObservedStorage: ForwardingStorage {
-    let base: any RemoteStorage
-    let onTransfer: @Sendable (_ path: String, _ finishedBytes: Int64?) -> Void
-
-    func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
-        onTransfer(path, nil)
-        let file = try await base.writeBytes(path, data)
-        onTransfer(path, file.size)
-        return file
+    public init(bytes: Int64 = 0, expectedBytes: Int64 = 0, moving: [Moving] = []) {
+        self.bytes = bytes
+        self.expectedBytes = expectedBytes
+        self.moving = moving
     }
 
-    func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
-        onTransfer(path, nil)
-        let file = try await base.writeFile(path, from: localPath)
-        onTransfer(path, file.size)
-        return file
+    /// The file in flight longest: the one a single line names.
+    public var current: String? { moving.first?.path }
+
+    /// How far the bytes are, 0...1; nil while nothing is expected.
+    public var fraction: Double? {
+        expectedBytes > 0 ? min(1, Double(bytes) / Double(expectedBytes)) : nil
+    }
+}
+
+/// A transfer rate over the last few seconds (not since the start: a run that stalled, or
+/// sped up, shows it within the window), from readings of a growing byte count.
+public struct RateWindow: Sendable {
+    private var samples: [(time: Double, bytes: Int64)] = []
+    /// How many seconds of readings the rate looks at.
+    public let seconds: Double
+
+    public init(seconds: Double = 5) {
+        self.seconds = seconds
+    }
+
+    /// Adds a reading taken at `time` (seconds on a monotonic clock). A count that went down
+    /// (a retry started a file again) starts the window afresh.
+    public mutating func add(time: Double, bytes: Int64) {
+        if let last = samples.last, bytes < last.bytes { samples.removeAll() }
+        if let last = samples.last, time - last.time < 0.05 {
+            samples[samples.count - 1] = (max(last.time, time), bytes)
+        } else {
+            samples.append((time, bytes))
+        }
+        // One reading older than the window stays, so the window spans all of it.
+        while samples.count > 2, time - samples[1].time >= seconds { samples.removeFirst() }
+    }
+
+    /// Bytes a second over the window at `time`, nil until the readings span half a second.
+    /// With no reading for longer than the window, the rate is 0: nothing is moving.
+    public func rate(at time: Double) -> Double? {
+        guard let first = samples.first, let last = samples.last else { return nil }
+        if time - last.time >= seconds { return 0 }
+        let span = time - first.time
+        guard span >= 0.5 else { return nil }
+        return Double(last.bytes - first.bytes) / span
+    }
+
+    /// Seconds left to move `remaining` bytes at the window's rate, nil when it cannot say.
+    public func secondsLeft(_ remaining: Int64, at time: Double) -> Double? {
+        guard remaining > 0, let rate = rate(at: time), rate > 0 else { return nil }
+        return Double(remaining) / rate
+    }
+}
+
+/// Counts the bytes a job's transfers move, file by file as they go, and names the files in
+/// flight, for the progress events of both jobs. A byte count that moves calls `onTick` at
+/// most `tickInterval` apart, so a front end sees a large file move.
+final class TransferMeter: Sendable {
+    private struct Value {
+        var finished: Int64 = 0
+        var expected: Int64 = 0
+        var moving: [(id: Int, file: TransferReading.Moving)] = []
+        var nextId = 0
+        var lastTick: ContinuousClock.Instant?
+    }
+
+    private let state = Mutex(Value())
+    private let onTick: Mutex<(@Sendable (TransferReading) -> Void)?> = Mutex(nil)
+    private let tickInterval: Duration
+
+    init(tickInterval: Duration = .milliseconds(100)) {
+        self.tickInterval = tickInterval
+    }
+
+    /// `storage`, reporting its transfers to this meter.
+    func observing(_ storage: any RemoteStorage) -> ObservedStorage {
+        ObservedStorage(base: storage, meter: self)
+    }
+
+    /// Called (on a transfer's thread) when bytes moved and no tick was made for a while.
+    func onTick(_ handler: @escaping @Sendable (TransferReading) -> Void) {
+        onTick.withLock { $0 = handler }
+    }
+
+    /// Adds `bytes` to what the job expects to move.
+    func expect(_ bytes: Int64) {
+        state.withLock { $0.expected += bytes }
+    }
+
+    /// Bytes moved so far, what is expected, and the files in flight.
+    var reading: TransferReading {
+        state.withLock { value in
+            TransferReading(
+                bytes: value.finished + value.moving.reduce(0) { $0 + $1.file.bytes }, expectedBytes: value.expected,
+                moving: value.moving.map(\.file))
+        }
+    }
+
+    /// Bytes of whole files moved so far.
+    var finishedBytes: Int64 { state.withLock { $0.finished } }
+
+    func started(_ path: String, size: Int64?) -> Int {
+        state.withLock { value in
+            defer { value.nextId += 1 }
+            value.moving.append((value.nextId, TransferReading.Moving(path: path, size: size)))
+            return value.nextId
+        }
+    }
+
+    func moved(_ id: Int, bytes: Int64) {
+        let now = ContinuousClock.now
+        let due = state.withLock { value -> Bool in
+            if let index = value.moving.firstIndex(where: { $0.id == id }) { value.moving[index].file.bytes = bytes }
+            if let last = value.lastTick, now - last < tickInterval { return false }
+            value.lastTick = now
+            return true
+        }
+        if due, let tick = onTick.withLock({ $0 }) { tick(reading) }
+    }
+
+    /// The transfer `id` ended: with `bytes` moved in all, or failed (nil).
+    func ended(_ id: Int, bytes: Int64?) {
+        state.withLock { value in
+            value.moving.removeAll { $0.id == id }
+            if let bytes { value.finished += bytes }
+        }
+    }
+}
+
+/// Wraps a provider to tell the job's meter which files are moving and how far each is.
+struct ObservedStorage: ForwardingStorage {
+    let base: any RemoteStorage
+    let meter: TransferMeter
+
+    func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
+        let id = meter.started(path, size: Int64(data.count))
+        do {
+            let file = try await base.writeBytes(path, data)
+            meter.ended(id, bytes: file.size)
+            return file
+        } catch {
+            meter.ended(id, bytes: nil)
+            throw error
+        }
+    }
+
+    func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile {
+        var info = stat()
+        let size = FileName.withCString(localPath) { stat($0, &info) } == 0 ? Int64(info.st_size) : nil
+        let id = meter.started(path, size: size)
+        let meter = self.meter
+        do {
+            let file = try await base.writeFile(path, from: localPath) { sent in
+                meter.moved(id, bytes: sent)
+                onBytes(sent)
+            }
+            meter.ended(id, bytes: file.size)
+            return file
+        } catch {
+            meter.ended(id, bytes: nil)
+            throw error
+        }
     }
 
     func downloadFile(
         _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
     ) async throws {
-        onTransfer(path, nil)
-        try await base.downloadFile(path, into: fd, expectedSize: expectedSize, onBytes: onBytes)
+        let id = meter.started(path, size: expectedSize)
+        let meter = self.meter
+        do {
+            try await base.downloadFile(path, into: fd, expectedSize: expectedSize) { received in
+                meter.moved(id, bytes: received)
+                onBytes(received)
+            }
+        } catch {
+            meter.ended(id, bytes: nil)
+            throw error
+        }
         var info = stat()
-        onTransfer(path, fstat(fd, &info) == 0 ? Int64(info.st_size) : 0)
+        meter.ended(id, bytes: fstat(fd, &info) == 0 ? Int64(info.st_size) : 0)
     }
 }
 
@@ -113,7 +280,9 @@ extension ForwardingStorage {
     func ensureIdentityKey() async throws -> String? { try await base.ensureIdentityKey() }
     func list() async throws -> RemoteFileList { try await base.list() }
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { try await base.writeBytes(path, data) }
-    func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { try await base.writeFile(path, from: localPath) }
+    func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile {
+        try await base.writeFile(path, from: localPath, onBytes: onBytes)
+    }
     func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }
     func downloadFile(
         _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void

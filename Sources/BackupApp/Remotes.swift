@@ -68,7 +68,9 @@ struct NoAccountStorage: RemoteStorage {
     func identityKey() async throws -> String? { throw error }
     func list() async throws -> RemoteFileList { throw error }
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile { throw error }
-    func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile { throw error }
+    func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile {
+        throw error
+    }
     func readBytes(_ path: String) async throws -> Data { throw error }
     func downloadFile(_ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void) async throws {
         throw error

@@ -139,9 +139,14 @@ extension BackupApp {
             let placement = StagedPlacement(
                 target: target, overwrite: request.overwrite, offersConflicts: request.decide != nil, decide: { offer in await decide?(offer) ?? .placed },
                 onConflict: { offer in events(.conflict(group: offer.group.label, paths: offer.conflicts.map(\.localPath))) })
+            // Counts from the engine, bytes from the meter: each event carries the latest of both.
+            let counts = Mutex<RestoreProgress?>(nil)
+            meter.onTick { reading in
+                if let value = counts.withLock({ $0 }) { events(.restoreProgress(value, transfer: reading)) }
+            }
             let progress: RestoreProgressHandler = { value in
-                let (bytes, current) = meter.reading
-                events(.restoreProgress(value, bytes: bytes, current: current))
+                counts.withLock { $0 = value }
+                events(.restoreProgress(value, transfer: meter.reading))
             }
 
             let outcome: RestoreOutcome
@@ -150,7 +155,9 @@ extension BackupApp {
             if request.resume {
                 events(.phase("restoring"))
                 try target.createFolder()  // for the free-space check; the engine prepares the rest
-                try Self.checkFreeSpace(target, needs: try record.pendingBytes())
+                let pendingBytes = try record.pendingBytes()
+                try Self.checkFreeSpace(target, needs: pendingBytes)
+                meter.expect(pendingBytes)
                 outcome = try await engine.resume(resetAttempts: request.resetAttempts, placement: placement, onProgress: progress)
                 Self.reportListingNotes(remote.storage, events)
             } else {
@@ -192,6 +199,7 @@ extension BackupApp {
                     for refused in outline.refused { events(.note(path: refused.remotePath, message: refused.description)) }
                     try target.createFolder()  // for the free-space check; the engine prepares the rest
                     try Self.checkFreeSpace(target, needs: outline.bytes)
+                    meter.expect(outline.bytes)
                     if intoOwnSource, let profile {
                         // Until restored (or abandoned), every file of the backup the source lacks is
                         // kept on the remote by the syncs that run meanwhile: a partial restore is not
@@ -229,7 +237,7 @@ extension BackupApp {
             for note in target.treeNotes.all { events(.note(path: target.root, message: note)) }
             summary.placed = try record.count(.done)
             try record.forEachFile(.notDone) { summary.pending.append($0.file.remotePath) }
-            summary.downloadedBytes = meter.reading.bytes
+            summary.downloadedBytes = meter.finishedBytes
             // What this run placed was verified against the backup the record still matches:
             // seeded after any run that got that far (a partial restore too), never after a
             // resume that found another backup (the record's hashes describe the old one).

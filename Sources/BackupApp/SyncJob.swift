@@ -108,9 +108,27 @@ extension BackupApp {
                 base = PrefetchedListing(base)
             }
             events(.phase("scanning"))
-            let scanner = TreeScanner(
-                root: profile.source, options: ScanOptions(excludes: patterns.excludes, sizeCompared: patterns.sizeCompared))
-            var scan = try scanner.scan(cache: try state.fingerprintCache())
+            var options = ScanOptions(excludes: patterns.excludes, sizeCompared: patterns.sizeCompared)
+            let counter = ScanCounter()
+            options.counter = counter
+            let scanner = TreeScanner(root: profile.source, options: options)
+            // The running counts, told ten times a second while the scan runs on this thread.
+            let ticker = Task.detached {
+                var last = (files: -1, hashed: -1, hashedBytes: Int64(-1))
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    let now = counter.reading
+                    if !Task.isCancelled && now != last { events(.scanning(files: now.files, hashed: now.hashed, hashedBytes: now.hashedBytes)) }
+                    last = now
+                }
+            }
+            defer { ticker.cancel() }
+            let cache = try state.fingerprintCache()
+            let scanned = Result { () throws(ScanError) in try scanner.scan(cache: cache) }
+            // Stopped, and waited for, before the scan's end is told: no count comes after it.
+            ticker.cancel()
+            await ticker.value
+            var scan = try scanned.get()
             events(.scanned(files: scan.files, bytes: scan.bytes, hashedFiles: scan.hashedFiles))
             for note in scan.notes { events(.note(path: note.path, message: note.message)) }
             if !request.dryRun {
@@ -208,10 +226,22 @@ extension BackupApp {
             }
             if consentGiven && availability == .available { try state.setMeta(BackupApp.consentKey, remoteURL) }
             events(.phase("syncing"))
-            let outcome = try await engine.sync(snapshot) { done, total in
-                let (sent, current) = meter.reading
-                events(.syncProgress(done: done, total: total, bytes: sent, current: current))
+            // Steps from the engine, bytes from the meter: each event carries the latest of both.
+            let steps = Mutex((done: 0, total: 0))
+            meter.onTick { reading in
+                let (done, total) = steps.withLock { $0 }
+                events(.syncProgress(done: done, total: total, transfer: reading))
             }
+            let outcome = try await engine.sync(snapshot, onProgress: { done, total in
+                steps.withLock { $0 = (done, total) }
+                events(.syncProgress(done: done, total: total, transfer: meter.reading))
+            }, onStage: { stage in
+                switch stage {
+                case .uploading(_, let bytes), .writingMarker(let bytes): meter.expect(bytes)
+                case .deleting, .updatingMetadata: break
+                }
+                events(.syncStage(stage))
+            })
             switch outcome {
             case .completed(let report), .failed(_, let report), .held(_, let report): summary.absent += report.kept
             case .unavailable: break

@@ -15,10 +15,19 @@ final class Output: Sendable {
     let json: Bool
     private let terminal: Bool
     private let state = Mutex<(last: ContinuousClock.Instant?, drawn: Bool)>((nil, false))
+    /// The bytes over the last seconds, for the rate and ETA of the progress line.
+    private let rate = Mutex(RateWindow())
+    private let started = ContinuousClock.now
 
     init(json: Bool) {
         self.json = json
         terminal = isatty(STDERR_FILENO) == 1
+    }
+
+    /// Seconds since this output was made, the clock of the rate window.
+    private var seconds: Double {
+        let elapsed = ContinuousClock.now - started
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
     // MARK: Events
@@ -32,6 +41,22 @@ final class Output: Sendable {
         switch event {
         case .phase(let name):
             if !json { progress("\(name)…", force: true) }
+        case .scanning(let files, let hashed, let hashedBytes):
+            if json {
+                if due() { emit(["event": "scanning", "files": files, "hashed": hashed, "hashed_bytes": hashedBytes]) }
+            } else {
+                progress("scanning: \(files) files found, \(hashed) read (\(Self.bytes(hashedBytes)))", force: false)
+            }
+        case .syncStage(let stage):
+            let (name, fields, words): (String, [String: Any], String) = switch stage {
+            case .uploading(let files, let bytes):
+                ("uploading", ["files": files, "bytes": bytes], "uploading \(files) files (\(Self.bytes(bytes)))")
+            case .deleting(let files): ("deleting", ["files": files], "deleting \(files) files from the remote")
+            case .updatingMetadata(let files):
+                ("updating metadata", ["files": files], "setting the mode and times of \(files) files on the remote")
+            case .writingMarker(let bytes): ("writing the marker", ["bytes": bytes], "writing the backup's marker (\(Self.bytes(bytes)))")
+            }
+            if json { emit(["event": "stage", "stage": name].merging(fields) { a, _ in a }) } else { progress(words + "…", force: true) }
         case .scanned(let files, let bytes, let hashed):
             if json {
                 emit(["event": "scanned", "files": files, "bytes": bytes, "hashed": hashed])
@@ -40,23 +65,30 @@ final class Output: Sendable {
             }
         case .note(let path, let message):
             if json { emit(["event": "note", "message": message].merging(Self.pathFields("path", path)) { a, _ in a }) } else { line("note: \(message)") }
-        case .syncProgress(let done, let total, let bytes, let current):
+        case .syncProgress(let done, let total, let transfer):
             let final = done == total
+            let now = seconds
+            rate.withLock { $0.add(time: now, bytes: transfer.bytes) }
             if json {
-                if final || due() { emit(["event": "progress", "done": done, "total": total, "bytes": bytes]) }
+                if final || due() {
+                    emit(["event": "progress", "done": done, "total": total].merging(transferFields(transfer)) { a, _ in a })
+                }
             } else {
-                progress("\(done)/\(total) steps, \(Self.bytes(bytes)) sent" + (current.map { ": \($0)" } ?? ""), force: final)
+                progress("\(done)/\(total) steps, " + bytesText(transfer, verb: "sent", now: now)
+                    + (transfer.current.map { ": \($0)" } ?? ""), force: final)
             }
-        case .restoreProgress(let value, let bytes, let current):
+        case .restoreProgress(let value, let transfer):
             let final = value.filesDone == value.filesTotal
+            let now = seconds
+            rate.withLock { $0.add(time: now, bytes: transfer.bytes) }
             if json {
                 if final || due() {
                     emit(["event": "progress", "done": value.filesDone, "total": value.filesTotal, "staged": value.filesStaged,
-                          "groups_done": value.groupsDone, "groups_total": value.groupsTotal, "bytes": bytes])
+                          "groups_done": value.groupsDone, "groups_total": value.groupsTotal].merging(transferFields(transfer)) { a, _ in a })
                 }
             } else {
-                progress("\(value.filesDone)/\(value.filesTotal) files placed, \(value.groupsDone)/\(value.groupsTotal) groups, \(Self.bytes(bytes)) received"
-                    + (current.map { ": \($0)" } ?? ""), force: final)
+                progress("\(value.filesDone)/\(value.filesTotal) files placed, \(value.groupsDone)/\(value.groupsTotal) groups, "
+                    + bytesText(transfer, verb: "received", now: now) + (transfer.current.map { ": \($0)" } ?? ""), force: final)
             }
         case .fileFailed(let path, let kind, let message, _):
             if json {
@@ -71,6 +103,33 @@ final class Output: Sendable {
                 line("group \"\(group)\" not placed: it would overwrite \(paths.count) local file(s) that differ (\(paths.prefix(3).joined(separator: ", "))\(paths.count > 3 ? ", …" : "")); pass --overwrite to replace them")
             }
         }
+    }
+
+    /// "12.3 MiB of 50 MiB sent, 1.2 MiB/s, ETA 0:31": the same numbers as the TUI's.
+    private func bytesText(_ transfer: TransferReading, verb: String, now: Double) -> String {
+        var words = Self.bytes(transfer.bytes)
+        if transfer.expectedBytes > 0 { words += " of " + Self.bytes(transfer.expectedBytes) }
+        words += " " + verb
+        let (speed, left) = rate.withLock { window in
+            (window.rate(at: now), window.secondsLeft(transfer.expectedBytes - transfer.bytes, at: now))
+        }
+        if let speed { words += ", \(Self.bytes(Int64(speed)))/s" }
+        if let left { words += ", ETA " + DurationText.text(left) }
+        return words
+    }
+
+    /// The bytes of a progress event in JSON: moved so far, expected in all, and each file
+    /// in flight with its bytes.
+    private func transferFields(_ transfer: TransferReading) -> [String: Any] {
+        [
+            "bytes": transfer.bytes, "bytes_total": transfer.expectedBytes,
+            "in_flight": transfer.moving.map { file -> [String: Any] in
+                var fields = Self.pathFields("path", file.path)
+                fields["bytes"] = file.bytes
+                if let size = file.size { fields["size"] = size }
+                return fields
+            },
+        ]
     }
 
     /// Whether a throttled progress line is due now (at most 10 a second on a terminal or in

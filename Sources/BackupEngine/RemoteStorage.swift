@@ -49,8 +49,9 @@ public protocol RemoteStorage: Sendable {
     func list() async throws -> RemoteFileList
     /// Writes `data` to `path`, replacing what was there.
     func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile
-    /// Uploads the local file at `localPath` to `path`, replacing what was there.
-    func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile
+    /// Uploads the local file at `localPath` to `path`, replacing what was there. `onBytes`
+    /// gets the bytes sent so far in this attempt, as they go (a retry starts again from 0).
+    func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile
     /// Reads the whole file at `path`.
     func readBytes(_ path: String) async throws -> Data
     /// Writes the body of the file at `path` into `fd`, from offset 0.
@@ -124,6 +125,10 @@ public struct DownloadSizeMismatch: Error, Sendable, Equatable, CustomStringConv
 }
 
 extension RemoteStorage {
+    /// `writeFile(_:from:onBytes:)` without a byte callback.
+    public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+        try await writeFile(path, from: localPath, onBytes: { _ in })
+    }
     /// `downloadFile(_:into:expectedSize:onBytes:)` without a size check or byte callback.
     public func downloadFile(_ path: String, into fd: Int32) async throws {
         try await downloadFile(path, into: fd, expectedSize: nil, onBytes: { _ in })

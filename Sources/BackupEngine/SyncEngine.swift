@@ -58,13 +58,15 @@ public final class SyncEngine: Sendable {
     /// Cloud failures come back as `.failed`; the method throws only for the local state
     /// file (`StateStoreError`) and for cancellation (`CancellationError`), in both cases
     /// with every finished write already recorded.
-    public func sync(_ snapshot: SyncSnapshot, onProgress: SyncProgress = { _, _ in }) async throws -> SyncOutcome {
+    public func sync(
+        _ snapshot: SyncSnapshot, onProgress: SyncProgress = { _, _ in }, onStage: SyncStageHandler = { _ in }
+    ) async throws -> SyncOutcome {
         try await serial.withLock {
-            try await runSync(snapshot, onProgress: onProgress)
+            try await runSync(snapshot, onProgress: onProgress, onStage: onStage)
         }
     }
 
-    private func runSync(_ snapshot: SyncSnapshot, onProgress: SyncProgress) async throws -> SyncOutcome {
+    private func runSync(_ snapshot: SyncSnapshot, onProgress: SyncProgress, onStage: SyncStageHandler) async throws -> SyncOutcome {
         try Task.checkCancellation()
 
         var report = SyncReport()
@@ -135,6 +137,9 @@ public final class SyncEngine: Sendable {
         // Rule 7 with `transfers` uploads in flight: size-compared ones all finish before
         // the first hash-compared one starts; within each, uploads start in snapshot order.
         let sizePhase = uploads.prefix { snapshot.entries.digest(at: $0) == nil }
+        if !uploads.isEmpty {
+            onStage(.uploading(files: uploads.count, bytes: uploads.reduce(0) { $0 + snapshot.entries.size(at: $1) }))
+        }
         for phase in [sizePhase, uploads.dropFirst(sizePhase.count)] where !phase.isEmpty {
             if let stop = try await uploadPhase(
                 phase, of: snapshot, report: &report, done: &done, total: total, onProgress: onProgress)
@@ -143,6 +148,7 @@ public final class SyncEngine: Sendable {
             }
         }
 
+        if !deletes.isEmpty { onStage(.deleting(files: deletes.count)) }
         for path in deletes {
             if let stop = try checkBeforeWrite(report) { return stop }
             // Forgotten before the delete, so a kill right after it never leaves the state
@@ -168,6 +174,7 @@ public final class SyncEngine: Sendable {
         if !plan.metadataChanges.isEmpty {
             if let stop = try checkBeforeWrite(report) { return stop }
             try state.setMeta(Self.markerStaleKey, "1")
+            onStage(.updatingMetadata(files: plan.metadataChanges.count))
             var changes: [(path: String, metadata: EntryMetadata, remoteId: String?)] = []
             for entry in plan.metadataChanges {
                 guard let metadata = entry.metadata else { continue }
@@ -202,6 +209,7 @@ public final class SyncEngine: Sendable {
                 // Everything before the marker is made durable first, then the marker itself:
                 // a marker on the remote always describes files that are really there.
                 try await storage.flush()
+                onStage(.writingMarker(bytes: markerBody.size))
                 let file: RemoteFile
                 switch markerBody {
                 case .bytes(let bytes): file = try await storage.writeBytes(markerPath, bytes)

@@ -312,6 +312,16 @@ public enum MarkerBody: Sendable {
     /// In this local file (a marker of a large backup is tens of megabytes, not held): a
     /// temporary file the engine uploads and then removes, whatever the upload's outcome.
     case file(String)
+
+    /// Its size in bytes (0 for a file that cannot be looked at: it then fails to upload).
+    public var size: Int64 {
+        switch self {
+        case .bytes(let data): return Int64(data.count)
+        case .file(let path):
+            var info = stat()
+            return FileName.withCString(path) { stat($0, &info) } == 0 ? Int64(info.st_size) : 0
+        }
+    }
 }
 
 /// What the remote holds after a run's writes, as the state recorded each upload: every entry
@@ -503,6 +513,22 @@ public enum SyncOutcome: Sendable, Equatable {
 
 /// The engine's progress: `done` of `total` steps (puts and deletes).
 public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int) -> Void
+
+/// The part of a run that begins, said once as it begins, for a front end to name what the
+/// run is doing and to size its byte bar.
+public enum SyncStage: Sendable, Equatable {
+    /// This many files, of this many bytes in all (as scanned), are uploaded.
+    case uploading(files: Int, bytes: Int64)
+    /// This many files are deleted from the remote.
+    case deleting(files: Int)
+    /// This many files changed their mode, times or owner only: recorded and set remotely.
+    case updatingMetadata(files: Int)
+    /// The marker, of this many bytes, is uploaded: the commit point of the run.
+    case writingMarker(bytes: Int64)
+}
+
+/// Told each `SyncStage` as the run reaches it; called on the engine's task, must not block.
+public typealias SyncStageHandler = @Sendable (SyncStage) -> Void
 
 /// What a sync would do, as `SyncEngine.preview` found it.
 public struct SyncPreview: Sendable, Equatable {

@@ -190,7 +190,9 @@ public struct FolderStorage: RemoteStorage {
     ///
     /// A local file that cannot be opened or read throws a `LocalFileError` whose message
     /// starts "cannot read the local file".
-    public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+    public func writeFile(
+        _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws -> RemoteFile {
         try refuseWrite(path)
         let parts = try Self.components(of: path)
         return try mapped {
@@ -212,7 +214,7 @@ public struct FolderStorage: RemoteStorage {
                 // From the start each time: a fill that did not land is made again.
                 guard lseek(source, 0, SEEK_SET) == 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
                 do {
-                    try copyContents(from: source, to: fd, expectedSize: Int64(status.st_size))
+                    try copyContents(from: source, to: fd, expectedSize: Int64(status.st_size), onBytes: onBytes)
                 } catch let failure as CopyFailure {
                     switch failure.side {
                     case .source: throw localFileError(errno: failure.code, operation: "read", path: localPath)
@@ -835,8 +837,9 @@ func copyContents(
     from source: Int32, to destination: Int32, expectedSize: Int64, limit: Int64? = nil,
     onBytes: ((Int64) -> Void)? = nil
 ) throws -> Int64 {
-    // With a limit, never more than one byte past it is read: enough to tell "longer".
-    let chunk = limit == nil ? 1 << 30 : 8 << 20
+    // With a limit, never more than one byte past it is read: enough to tell "longer". Someone
+    // watching the bytes hears of them every 8 MiB.
+    let chunk = limit == nil && onBytes == nil ? 1 << 30 : 8 << 20
     var copied = 0
     func wanted() -> Int {
         guard let limit else { return chunk }

@@ -83,6 +83,9 @@ struct HTTPRequest: Sendable {
     var headers: [(String, String)] = []
     var body: HTTPBody = .empty
     var sink: HTTPSink = .memory(limit: HTTPSink.smallBodyLimit)
+    /// Told the bytes of `body` sent so far in this attempt, as they go (what libcurl's
+    /// progress says went out, not what it read ahead into its buffer).
+    var onSent: (@Sendable (Int64) -> Void)?
     /// HTTP Basic credentials, sent with the first request rather than after a challenge.
     var basicAuth: (user: String, password: String)?
 }
@@ -225,6 +228,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var uploadPosition: Int64 = 0
+    /// The most of the body `onSent` was told of.
+    private var reportedUpload: Int64 = 0
     private var status = 0
     private var headers: [String: String] = [:]
     private var body = Data()
@@ -335,6 +340,8 @@ final class CurlTransfer: @unchecked Sendable {
                     return finish(.failure(HTTPStreamFailure(reason: String(describing: error))))
                 }
             }
+            // Answered: the whole body went out, whatever the last progress call saw.
+            uploaded(request.body.length)
             finish(.success(HTTPResponse(status: status, headers: headers, body: body)))
         } else {
             // A reused connection reports no connect time, so "connected" is read from the time
@@ -385,6 +392,13 @@ final class CurlTransfer: @unchecked Sendable {
                 return count
             }
         }
+    }
+
+    /// libcurl's count of the body sent so far: told to `onSent` when it grew.
+    fileprivate func uploaded(_ count: Int64) {
+        guard let onSent = request.onSent, count > reportedUpload else { return }
+        reportedUpload = count
+        onSent(count)
     }
 
     fileprivate func seek(to offset: Int64, origin: Int32) -> Int32 {
@@ -486,6 +500,8 @@ private func curlWrite(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ co
 
 private func curlProgress(_ userdata: UnsafeMutableRawPointer?, _ downloadTotal: curl_off_t, _ downloaded: curl_off_t,
                           _ uploadTotal: curl_off_t, _ uploaded: curl_off_t) -> Int32 {
+    guard let transfer = transfer(userdata) else { return 0 }
+    if uploaded > 0 { transfer.uploaded(Int64(uploaded)) }
     // Non-zero aborts the transfer with CURLE_ABORTED_BY_CALLBACK: how a cancelled task stops it.
-    (transfer(userdata)?.cancelled.load(ordering: .relaxed) ?? false) ? 1 : 0
+    return transfer.cancelled.load(ordering: .relaxed) ? 1 : 0
 }

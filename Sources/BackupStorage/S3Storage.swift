@@ -259,17 +259,20 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// keeps the metadata itself only in memory, so after a restart a HEAD has no
     /// x-amz-meta-mtime and its Last-Modified is the source's time (which `landedObject` then
     /// cannot take for a completion it did not see answered: that write fails as Transport).
-    public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+    public func writeFile(
+        _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws -> RemoteFile {
         let key = try objectPath(path)
         let (fd, size, modified) = try openLocalSource(localPath)
         defer { close(fd) }
         let metadata = [("x-amz-meta-mtime", Self.mtimeMetadata(modified))]
         if size > multipartThreshold {
-            return try await multipartUpload(path, key: key, fd: fd, localPath: localPath, size: size, headers: metadata)
+            return try await multipartUpload(
+                path, key: key, fd: fd, localPath: localPath, size: size, headers: metadata, onSent: onBytes)
         }
         let hash = try sha256(fd: fd, path: localPath, offset: 0, length: size)
         return try await putObject(path, key: key, body: .file(fd: fd, path: localPath, offset: 0, length: size),
-                                   payloadHash: hash, headers: metadata)
+                                   payloadHash: hash, headers: metadata, onSent: onBytes)
     }
 
     /// `time` as rclone writes the `mtime` metadata (its swift.TimeToFloatString): the Unix
@@ -322,10 +325,11 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
 
     /// One PutObject; `headers` (the metadata) are sent and signed with it.
     private func putObject(
-        _ path: String, key: String, body: HTTPBody, payloadHash: String, headers: [(String, String)] = []
+        _ path: String, key: String, body: HTTPBody, payloadHash: String, headers: [(String, String)] = [],
+        onSent: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> RemoteFile {
         let response = try await send("uploading \(path)", method: "PUT", path: key, headers: headers, body: body,
-                                      payloadHash: payloadHash, repeatable: true)
+                                      payloadHash: payloadHash, onSent: onSent, repeatable: true)
         guard response.status == 200 else { throw failure(response, "uploading", path) }
         return RemoteFile(path: path, size: body.length, remoteId: response.header("etag").map(Self.unquoted))
     }
@@ -333,7 +337,8 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// A multipart upload; `headers` (the metadata) go with the CreateMultipartUpload, where S3
     /// takes an object's metadata, and are signed with it.
     private func multipartUpload(
-        _ path: String, key: String, fd: Int32, localPath: String, size: Int64, headers: [(String, String)] = []
+        _ path: String, key: String, fd: Int32, localPath: String, size: Int64, headers: [(String, String)] = [],
+        onSent: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> RemoteFile {
         // S3 takes at most 10,000 parts.
         let part = max(partSize, (size + 9_999) / 10_000)
@@ -354,11 +359,12 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
                 let length = min(part, size - offset)
                 let number = etags.count + 1
                 let hash = try sha256(fd: fd, path: localPath, offset: offset, length: length)
+                let partStart = offset
                 let response = try await send(
                     "uploading part \(number) of \(path)", method: "PUT", path: key,
                     query: [("partNumber", String(number)), ("uploadId", uploadId)],
                     body: .file(fd: fd, path: localPath, offset: offset, length: length), payloadHash: hash,
-                    repeatable: true)
+                    onSent: onSent.map { report in { @Sendable sent in report(partStart + sent) } }, repeatable: true)
                 guard response.status == 200, let etag = response.header("etag") else {
                     throw failure(response, "uploading part \(number) of", path)
                 }
@@ -486,7 +492,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     private func send(
         _ what: String, method: String, path: String, host: String? = nil, query: [(String, String)] = [],
         headers: [(String, String)] = [], body: HTTPBody = .empty, sink: HTTPSink = .memory(limit: HTTPSink.smallBodyLimit),
-        payloadHash: String = SigV4Signer.emptyPayloadHash, repeatable: Bool
+        payloadHash: String = SigV4Signer.emptyPayloadHash, onSent: (@Sendable (Int64) -> Void)? = nil, repeatable: Bool
     ) async throws -> HTTPResponse {
         let host = host ?? bucketHost
         let queryString = query
@@ -499,7 +505,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
                 let signed = signer.headersToAdd(
                     method: method, path: path, query: query, headers: headers + [("host", host)],
                     payloadHash: payloadHash, date: Date())
-                return HTTPRequest(method: method, url: url, headers: headers + signed, body: body, sink: sink)
+                return HTTPRequest(method: method, url: url, headers: headers + signed, body: body, sink: sink, onSent: onSent)
             }
         } catch let error as CloudError {
             throw redacted(error)

@@ -146,11 +146,13 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// floor; rclone ignores a fraction), which Nextcloud, ownCloud and rclone serve webdav
     /// give the file; the MOVE into place keeps it on those servers (rclone renames the file
     /// on its disk). A server that ignores the header gives the file the time of the upload.
-    public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+    public func writeFile(
+        _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws -> RemoteFile {
         let (fd, size, modified) = try openLocalSource(localPath)
         defer { close(fd) }
         return try await place(path, body: .file(fd: fd, path: localPath, offset: 0, length: size),
-                               headers: [("X-OC-Mtime", Self.mtimeHeader(modified))])
+                               headers: [("X-OC-Mtime", Self.mtimeHeader(modified))], onSent: onBytes)
     }
 
     /// The value of `X-OC-Mtime` for `time`: whole seconds since 1970, rounded down (so a time
@@ -267,7 +269,9 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     // MARK: Writing
 
     /// PUTs `body` (with `headers`) to a temporary name beside `path`, then MOVEs it into place.
-    private func place(_ path: String, body: HTTPBody, headers: [(String, String)] = []) async throws -> RemoteFile {
+    private func place(
+        _ path: String, body: HTTPBody, headers: [(String, String)] = [], onSent: (@Sendable (Int64) -> Void)? = nil
+    ) async throws -> RemoteFile {
         let parts = try Self.components(of: path)
         let folder = Array(parts.dropLast())
         let temporaryParts = folder + [Self.temporaryFilePrefix + String(UInt64.random(in: .min ... .max), radix: 16)]
@@ -276,7 +280,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         var put: HTTPResponse?
         for attempt in 0..<2 {
             try await ensureFolders(folder, path: path)
-            let response = try await uploadTemporary(temporaryURL, body: body, headers: headers, path: path)
+            let response = try await uploadTemporary(temporaryURL, body: body, headers: headers, path: path, onSent: onSent)
             if [200, 201, 204].contains(response.status) {
                 put = response
                 break
@@ -361,11 +365,12 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
         }
     }
 
-    private func uploadTemporary(_ url: String, body: HTTPBody, headers: [(String, String)], path: String) async throws
-        -> HTTPResponse
-    {
+    private func uploadTemporary(
+        _ url: String, body: HTTPBody, headers: [(String, String)], path: String, onSent: (@Sendable (Int64) -> Void)?
+    ) async throws -> HTTPResponse {
         do {
-            return try await send("uploading \(path)", method: "PUT", url: url, headers: headers, body: body, repeatable: true)
+            return try await send(
+                "uploading \(path)", method: "PUT", url: url, headers: headers, body: body, onSent: onSent, repeatable: true)
         } catch {
             // A broken PUT can leave a partial temporary file on the server.
             await discard(url)
@@ -641,14 +646,14 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// a 401 where the app can.
     private func send(
         _ what: String, method: String, url: String, headers: [(String, String)] = [], body: HTTPBody = .empty,
-        sink: HTTPSink = .memory(limit: HTTPSink.smallBodyLimit), repeatable: Bool
+        sink: HTTPSink = .memory(limit: HTTPSink.smallBodyLimit), onSent: (@Sendable (Int64) -> Void)? = nil, repeatable: Bool
     ) async throws -> HTTPResponse {
         var reloaded = false
         while true {
             let current = password.withLock { $0 }
             let auth = endpoint.user.map { (user: $0, password: current ?? "") }
             let response = try await client.send(what, repeatable: repeatable) {
-                HTTPRequest(method: method, url: url, headers: headers, body: body, sink: sink, basicAuth: auth)
+                HTTPRequest(method: method, url: url, headers: headers, body: body, sink: sink, onSent: onSent, basicAuth: auth)
             }
             if response.status == 401, !reloaded, let reloadPassword {
                 reloaded = true

@@ -24,12 +24,7 @@ enum Format {
     }
 
     /// Seconds as "0:07", "12:34" or "1:02:03".
-    static func duration(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds >= 0 else { return "–" }
-        let total = Int(seconds.rounded())
-        let (hours, minutes, secs) = (total / 3600, total / 60 % 60, total % 60)
-        return hours > 0 ? String(format: "%d:%02d:%02d", hours, minutes, secs) : String(format: "%d:%02d", minutes, secs)
-    }
+    static func duration(_ seconds: Double) -> String { DurationText.text(seconds) }
 
     /// A date as "2026-11-30 14:02" in `zone`.
     static func date(_ date: Date, zone: TimeZone) -> String {

@@ -51,6 +51,28 @@ public struct ReservedNames: Sendable, Equatable {
 }
 
 /// What a scan leaves out and how it compares files.
+/// A scan's running counts, written by the scan as it goes (plain stores, no lock: the scan
+/// never waits on whoever reads them) and read from any thread.
+public final class ScanCounter: Sendable {
+    private let found = Atomic<Int>(0)
+    private let hashed = Atomic<Int>(0)
+    private let hashedBytes = Atomic<Int64>(0)
+
+    public init() {}
+
+    /// Files found so far, and of them read and hashed (with their bytes).
+    public var reading: (files: Int, hashed: Int, hashedBytes: Int64) {
+        (found.load(ordering: .relaxed), hashed.load(ordering: .relaxed), hashedBytes.load(ordering: .relaxed))
+    }
+
+    func setFound(_ count: Int) { found.store(count, ordering: .relaxed) }
+
+    func setHashed(_ count: Int, bytes: Int64) {
+        hashed.store(count, ordering: .relaxed)
+        hashedBytes.store(bytes, ordering: .relaxed)
+    }
+}
+
 public struct ScanOptions: Sendable {
     /// Paths left out (the profile's excludes). A folder whose every possible file is excluded
     /// is not opened at all.
@@ -64,6 +86,8 @@ public struct ScanOptions: Sendable {
     public var reservedNames: ReservedNames
     /// How many threads list folders, and then read and hash files, at once.
     public var threads: Int
+    /// Told the scan's running counts as it goes, for a front end to show; nil for none.
+    public var counter: ScanCounter?
 
     public init(
         excludes: PatternList = PatternList(), sizeCompared: PatternList = PatternList(),
@@ -317,6 +341,7 @@ public struct TreeScanner: Sendable {
         // The slots are assembled as the listers fill them in, so the items of the whole tree
         // never wait at once.
         var assembly = ScanAssembly(cache: cache, excludes: excludes)
+        assembly.counter = options.counter
         let failure = lister.walkTree(listFD, threads: options.threads) { root, lister in assembly.add(root, from: lister) }
         if let code = failure {
             throw ScanError(

@@ -592,6 +592,8 @@ struct ScanAssembly {
     var firstNames: [FileIdentity: String] = [:]
     var hashedFiles = 0
     var hashedBytes: Int64 = 0
+    /// Told the counts as they grow.
+    var counter: ScanCounter?
     /// Whether an entry was added out of walk order, so the entries need a final sort.
     var needsSort = false
 
@@ -644,6 +646,7 @@ struct ScanAssembly {
                 notes.append(ScanNote(kind: .specialFile, path: path, message: "skipped \(path): it is \(what), not a regular file"))
             }
         }
+        counter?.setFound(entries.count)
     }
 
     private mutating func addFile(_ listed: ListedFile) {
@@ -730,6 +733,7 @@ struct ScanAssembly {
             let fingerprint = stamp?.fingerprint(size: bytesRead, digest: digest)
             hashedFiles += 1
             hashedBytes += bytesRead
+            counter?.setHashed(hashedFiles, bytes: hashedBytes)
             entries.setHashed(at: entryIndex, digest: digest, size: bytesRead)
             let cached = cache.isEmpty ? nil : cache[job.path]
             if let fingerprint {

@@ -62,6 +62,11 @@ final class S3StorageTests: XCTestCase {
         try await StorageContract.downloadOfAbsentPathThrowsNotFound(try remote.storage(), scratch: remote.scratch)
     }
 
+    func testContractTransfersReportBytesAsTheyGo() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.transfersReportBytesAsTheyGo(try remote.storage(), scratch: remote.scratch)
+    }
+
     func testContractDownloadRefusesABodyOfAnotherSize() async throws {
         let remote = try makeRemote()
         try await StorageContract.downloadRefusesABodyOfAnotherSize(try remote.storage(), scratch: remote.scratch)

@@ -62,6 +62,11 @@ final class WebDAVStorageTests: XCTestCase {
         try await StorageContract.downloadOfAbsentPathThrowsNotFound(remote.storage, scratch: remote.scratch)
     }
 
+    func testContractTransfersReportBytesAsTheyGo() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.transfersReportBytesAsTheyGo(remote.storage, scratch: remote.scratch)
+    }
+
     func testContractDownloadRefusesABodyOfAnotherSize() async throws {
         let remote = try makeRemote()
         try await StorageContract.downloadRefusesABodyOfAnotherSize(remote.storage, scratch: remote.scratch)

@@ -24,6 +24,7 @@ final class LoopTests: XCTestCase {
         let (loop, buffer) = f.loop([HomeScreen(context: f.context), SyncScreen(context: f.context, profile: profile, request: SyncRequest())])
         let job = f.syncs[0].job
         job.receive(.phase("syncing"))
+        job.receive(.syncStage(.uploading(files: 1000, bytes: 1000)))
         return (loop, buffer, job)
     }
 
@@ -33,7 +34,7 @@ final class LoopTests: XCTestCase {
         let before = buffer.presented
         // One second of progress arriving every millisecond, the loop turning as fast.
         for step in 1...1000 {
-            job.receive(.syncProgress(done: step, total: 1000, bytes: Int64(step), current: "f\(step)"))
+            job.receive(.syncProgress(done: step, total: 1000, transfer: .sent(Int64(step), current: "f\(step)")))
             f.clock.advance(0.001)
             loop.step(timeoutMilliseconds: 0)
         }
@@ -127,7 +128,7 @@ final class LoopTests: XCTestCase {
 
     func testAResizeRedrawsAtTheNewSize() {
         let (loop, buffer, job) = syncing()
-        job.receive(.syncProgress(done: 50, total: 100, bytes: 0, current: nil))
+        job.receive(.syncProgress(done: 50, total: 100, transfer: .sent(0, current: nil)))
         f.press([], loop, buffer)
         XCTAssertEqual(buffer.style(row: 0, column: 59), .chrome)
         buffer.resize(columns: 100, rows: 30)

@@ -51,7 +51,7 @@ final class RestoreJobTests: XCTestCase {
         let plan = samplePlan()
         let job = RestoreJob(request: .init(), placeAll: placeAll, loadPlan: { plan })
         job.receive(.phase("restoring"))
-        job.receive(.restoreProgress(RestoreProgress(filesDone: 0, filesStaged: 0, filesTotal: 5, groupsDone: 0, groupsTotal: 2), bytes: 0, current: nil))
+        job.receive(.restoreProgress(RestoreProgress(filesDone: 0, filesStaged: 0, filesTotal: 5, groupsDone: 0, groupsTotal: 2), transfer: .sent(0, current: nil)))
         return job
     }
 
@@ -135,12 +135,12 @@ final class RestoreJobTests: XCTestCase {
             for i in 0..<perThread {
                 job.receive(.restoreProgress(
                     RestoreProgress(filesDone: 0, filesStaged: 0, filesTotal: 5, groupsDone: 0, groupsTotal: 2),
-                    bytes: Int64(i), current: "t\(thread)"))
+                    transfer: .sent(Int64(i), current: "t\(thread)")))
             }
         }
-        job.receive(.restoreProgress(RestoreProgress(filesDone: 3, filesStaged: 1, filesTotal: 5, groupsDone: 1, groupsTotal: 2), bytes: 9_999, current: nil))
+        job.receive(.restoreProgress(RestoreProgress(filesDone: 3, filesStaged: 1, filesTotal: 5, groupsDone: 1, groupsTotal: 2), transfer: .sent(9_999, current: nil)))
         let state = job.snapshot
-        XCTAssertEqual(state.bytes, 9_999)
+        XCTAssertEqual(state.transfer.reading.bytes, 9_999)
         XCTAssertEqual(state.progress?.filesDone, 3)
         XCTAssertEqual(state.version, 2 + threads * perThread + 1, "every event counted, none queued")
     }

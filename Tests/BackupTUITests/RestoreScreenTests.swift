@@ -26,20 +26,20 @@ final class RestoreScreenTests: XCTestCase {
         let job = try XCTUnwrap(f.restores.last?.job)
         job.receive(.phase("listing"))
         job.receive(.phase("restoring"))
-        job.receive(.restoreProgress(RestoreProgress(filesDone: 0, filesStaged: 0, filesTotal: 5, groupsDone: 0, groupsTotal: 2), bytes: 0, current: nil))
+        job.receive(.restoreProgress(RestoreProgress(filesDone: 0, filesStaged: 0, filesTotal: 5, groupsDone: 0, groupsTotal: 2), transfer: .sent(0, current: nil)))
         return (screen, job)
     }
 
     func testThePromptShowsTheGroupItsConflictsAndItsKeys() async throws {
         let (screen, job) = try started()
-        job.receive(.restoreProgress(RestoreProgress(filesDone: 3, filesStaged: 0, filesTotal: 5, groupsDone: 1, groupsTotal: 2), bytes: 24, current: nil))
+        job.receive(.restoreProgress(RestoreProgress(filesDone: 3, filesStaged: 0, filesTotal: 5, groupsDone: 1, groupsTotal: 2), transfer: .sent(24, current: nil)))
         let plan = samplePlan()
         let papers = offer(plan, group: "papers")
         let first = Task { await job.decide(papers) }
         eventually("the papers prompt") { job.snapshot.offer != nil }
         job.answer(.placed)
         _ = await first.value
-        job.receive(.restoreProgress(RestoreProgress(filesDone: 3, filesStaged: 2, filesTotal: 5, groupsDone: 1, groupsTotal: 2), bytes: 3_000_024, current: "photos/写真.jpg"))
+        job.receive(.restoreProgress(RestoreProgress(filesDone: 3, filesStaged: 2, filesTotal: 5, groupsDone: 1, groupsTotal: 2), transfer: .sent(3_000_024, current: "photos/写真.jpg")))
         let asked = Task { await job.decide(offer(plan, group: "photos", conflicts: ["photos/beach.jpg"])) }
         eventually("the photos prompt") { job.snapshot.offer != nil }
 
@@ -50,14 +50,14 @@ final class RestoreScreenTests: XCTestCase {
              Into     /tmp/restored
              Backup   found: 5 files in 2 groups; ! = required
 
-             ! papers   ██████████████████ 3/3 placed
-               photos   ██████████████████ 2 staged: place?
+             ! papers   ██████████████ 3/3 placed
+               photos   ██████████████ 2 downloaded and checked: place?
 
-             All      ███████████████████████████ 3/5 placed, 2 staged
+             Placed   █████████░░░░░░ 3 of 5, 2 downloaded and checked
              Received 2.9 MiB
-
+             Elapsed  0:00  |
              ┌─ Place group "photos"? ────────────────────────────────┐
-             │ 2 files downloaded and verified (2.9 MiB).             │
+             │ 2 files downloaded and checked (2.9 MiB).              │
              │ 1 would replace a different local file:                │
              │   photos/beach.jpg                                     │
              │                                                        │
@@ -74,7 +74,8 @@ final class RestoreScreenTests: XCTestCase {
         let decision = await asked.value
         XCTAssertEqual(decision, .rejected)
         XCTAssertNil(screen.prompt)
-        XCTAssertTrue(buffer.text.contains("photos   ██████████████████ 0/2 placed, rejected"), buffer.text)
+        // Its bar says what its words say: none of it is placed.
+        XCTAssertTrue(buffer.text.contains("photos   ░░░░░░░░░░░░░░ 0/2 placed, rejected"), buffer.text)
     }
 
     func testPlacingOverADifferingFileAsksASecondTimeAndKeepsMineByDefault() async throws {
@@ -151,7 +152,7 @@ final class RestoreScreenTests: XCTestCase {
         let screen = RestoreScreen(context: f.context, profile: profile, request: RestoreRequest(target: "/tmp/restored"))
         let job = try XCTUnwrap(f.restores.last?.job)
         job.receive(.phase("restoring"))
-        job.receive(.restoreProgress(RestoreProgress(filesDone: 0, filesStaged: 1, filesTotal: 1, groupsDone: 0, groupsTotal: 1), bytes: 100, current: name))
+        job.receive(.restoreProgress(RestoreProgress(filesDone: 0, filesStaged: 1, filesTotal: 1, groupsDone: 0, groupsTotal: 1), transfer: .sent(100, current: name)))
         let asked = Task { await job.decide(offer(plan, group: group)) }
         eventually("the prompt") { job.snapshot.offer != nil }
         let (loop, buffer) = f.loop([screen], columns: 100, rows: 24)

@@ -24,27 +24,32 @@ final class SyncScreenTests: XCTestCase {
         SyncSummary(profile: "default", result: result, files: 1000, bytes: 4_194_304, hashedFiles: 1000, absent: 0, notes: [], symlinks: 0, folders: 0)
     }
 
-    func testProgressShowsTheBarBytesRateETAAndTheFileInFlight() throws {
+    func testProgressFollowsBytesWithTheRateETAElapsedAndEveryFileInFlight() throws {
         let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
         let job = try XCTUnwrap(f.syncs.last?.job)
         job.receive(.phase("scanning"))
         job.receive(.scanned(files: 1000, bytes: 4_194_304, hashedFiles: 1000))
         job.receive(.phase("syncing"))
+        job.receive(.syncStage(.uploading(files: 1000, bytes: 4_194_304)))
+        job.receive(.syncProgress(done: 0, total: 1001, transfer: TransferReading(expectedBytes: 4_194_304)))
         f.clock.advance(4)
-        job.receive(.syncProgress(done: 250, total: 1000, bytes: 1_048_576, current: "photos/日本語の写真.jpg"))
+        // A quarter of the bytes but only 2 of 1,000 files: the bar follows the bytes.
+        job.receive(.syncProgress(done: 2, total: 1001, transfer: TransferReading(bytes: 1_048_576, expectedBytes: 4_194_304, moving: [
+            .init(path: "photos/日本語の写真.jpg", bytes: 524_288, size: 2_097_152), .init(path: "notes.txt", bytes: 0, size: 10),
+        ])))
         assertScreen(f.frame([screen]), """
              backup · sync "default"                             ? help
 
              Source   /home/alice/Documents
              Remote   /mnt/backup/documents
 
-             Syncing: 250 of 1,000 steps
+             Uploading: 2 of 1,000 files  |
              ████████████░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░ 25%
-             Sent     1.0 MiB · 256.0 KiB/s · ETA 0:12
-             File     photos/日本語の写真.jpg
+             Sent     1.0 MiB of 4.0 MiB · 256.0 KiB/s · ETA 0:12
+             Elapsed  0:04
+             Moving   photos/日本語の写真.jpg      512.0 KiB of 2.0 MiB
+                      notes.txt                             0 B of 10 B
              Scanned  1,000 files (4.0 MiB), 1,000 read
-
-
 
 
 
@@ -54,6 +59,47 @@ final class SyncScreenTests: XCTestCase {
 
              Esc back  ? help  q quit
             """)
+    }
+
+    func testAStalledTransferShowsNoRateAfterAFewSecondsAndTheTimeStillMoves() throws {
+        let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
+        let job = try XCTUnwrap(f.syncs.last?.job)
+        job.receive(.phase("syncing"))
+        job.receive(.syncStage(.uploading(files: 1, bytes: 50_000_000)))
+        job.receive(.syncProgress(done: 0, total: 2, transfer: TransferReading(expectedBytes: 50_000_000)))
+        f.clock.advance(1)
+        job.receive(.syncProgress(done: 0, total: 2, transfer: TransferReading(bytes: 1_000_000, expectedBytes: 50_000_000, moving: [
+            .init(path: "big.iso", bytes: 1_000_000, size: 50_000_000),
+        ])))
+        let (loop, buffer) = f.loop([screen])
+        loop.step(timeoutMilliseconds: 0)
+        XCTAssertTrue(buffer.lines[7].contains("976.6 KiB/s · ETA 0:49"), buffer.lines[7])
+        XCTAssertEqual(buffer.lines[5], " Uploading: 0 of 1 file  /")
+        // Nothing arrives for ten seconds: the rate says so, and the clock and the sign of life move.
+        f.clock.advance(10)
+        loop.step(timeoutMilliseconds: 0)
+        XCTAssertEqual(buffer.lines[7], " Sent     976.6 KiB of 47.7 MiB · 0 B/s")
+        XCTAssertEqual(buffer.lines[8], " Elapsed  0:11")
+        XCTAssertEqual(buffer.lines[5], " Uploading: 0 of 1 file  \\")
+    }
+
+    func testDeletesFillTheBarByFilesAndTheScanShowsItsRunningCount() throws {
+        let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
+        let job = try XCTUnwrap(f.syncs.last?.job)
+        job.receive(.phase("scanning"))
+        job.receive(.scanning(files: 12_345, hashed: 678, hashedBytes: 9_437_184))
+        let (loop, buffer) = f.loop([screen])
+        loop.step(timeoutMilliseconds: 0)
+        XCTAssertEqual(buffer.lines[5], " Scanning: 12,345 files found, 678 read (9.0 MiB)  |")
+        job.receive(.phase("syncing"))
+        job.receive(.syncStage(.uploading(files: 2, bytes: 100)))
+        job.receive(.syncProgress(done: 2, total: 7, transfer: TransferReading(bytes: 100, expectedBytes: 100)))
+        job.receive(.syncStage(.deleting(files: 4)))
+        job.receive(.syncProgress(done: 3, total: 7, transfer: TransferReading(bytes: 100, expectedBytes: 100)))
+        f.clock.advance(0.2)
+        loop.step(timeoutMilliseconds: 0)
+        XCTAssertEqual(buffer.lines[5], " Deleting from the remote: 1 of 4 files  |")
+        XCTAssertTrue(buffer.lines[6].hasSuffix(" 25%"), buffer.lines[6])
     }
 
     func testCompletedShowsWhatWasDoneInWords() throws {
@@ -73,10 +119,10 @@ final class SyncScreenTests: XCTestCase {
         XCTAssertEqual(f.context.lastStatus, .success)
         XCTAssertEqual(buffer.lines[5], " Completed")
         XCTAssertTrue(buffer.lines[6].hasSuffix("█ 100%"), buffer.lines[6])
-        XCTAssertEqual(buffer.lines[10], " Completed: 1,000 files uploaded (4.0 MiB), 1 deleted, 12")
-        XCTAssertEqual(buffer.lines[11], " unchanged. The backup's marker was written (17.2 KiB).")
-        XCTAssertEqual(buffer.lines[12], "   s  run the sync again")
-        XCTAssertEqual(buffer.style(row: 10, column: 1), .good)
+        XCTAssertEqual(buffer.lines[9], " Completed: 1,000 files uploaded (4.0 MiB), 1 deleted, 12")
+        XCTAssertEqual(buffer.lines[10], " unchanged. The backup's marker was written (17.2 KiB).")
+        XCTAssertEqual(buffer.lines[11], "   s  run the sync again")
+        XCTAssertEqual(buffer.style(row: 9, column: 1), .good)
     }
 
     func testShrinkGuardOffersSyncAnywayOnlyAfterAConfirmation() throws {

@@ -104,3 +104,10 @@ func assertScreen(_ actual: String, _ expected: String, file: StaticString = #fi
             + "--- expected\n\(trimmed)\n--- actual\n\(actual)\n---", file: file, line: line)
     }
 }
+
+extension TransferReading {
+    /// `bytes` moved, with `current` in flight (none when nil), as a job's meter reads.
+    static func sent(_ bytes: Int64, current: String?, expected: Int64 = 0) -> TransferReading {
+        TransferReading(bytes: bytes, expectedBytes: expected, moving: current.map { [Moving(path: $0)] } ?? [])
+    }
+}

@@ -22,6 +22,8 @@ public final class FaultProxy: Sendable {
         /// Answer a 207 multistatus of `count` files under the path `prefix`, each carrying
         /// `padding` bytes of a dead property, generated and streamed as it goes.
         case propfindEntries(count: Int, padding: Int, prefix: String)
+        /// Forward, relaying the request's body and the response's at `bytesPerSecond` each.
+        case throttle(bytesPerSecond: Int)
     }
 
     /// One request as the proxy saw it.
@@ -73,6 +75,9 @@ public final class FaultProxy: Sendable {
             command["count"] = count
             command["padding"] = padding
             command["prefix"] = prefix
+        case .throttle(let rate):
+            command["action"] = "throttle"
+            command["rate"] = rate
         }
         fixture.request(command)
     }

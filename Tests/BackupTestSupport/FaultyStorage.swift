@@ -173,9 +173,11 @@ public final class FaultyStorage: RemoteStorage {
         return file
     }
 
-    public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
+    public func writeFile(
+        _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws -> RemoteFile {
         try await enter(.put(path))
-        let file = try await base.writeFile(path, from: localPath)
+        let file = try await base.writeFile(path, from: localPath, onBytes: onBytes)
         try await leave(.put(path))
         return file
     }

@@ -83,6 +83,31 @@ public enum StorageContract {
                       "the download into new folders differs from the upload", file: file, line: line)
     }
 
+    /// `writeFile` and `downloadFile` report their bytes while the file moves, not only at
+    /// its end: some count below the size comes before the last, which is the whole size.
+    public static func transfersReportBytesAsTheyGo(
+        _ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let size = (20 << 20) + 5
+        let source = scratch + "/moving.bin"
+        try randomData(count: size).write(to: URL(fileURLWithPath: source))
+        let sent = ByteLog()
+        _ = try await storage.writeFile("moving/big.bin", from: source, onBytes: { sent.add($0) })
+        let up = sent.values
+        XCTAssertEqual(up.last, Int64(size), "the upload's last report is not its size: \(up.suffix(3))", file: file, line: line)
+        XCTAssertTrue(up.contains { $0 > 0 && $0 < Int64(size) }, "no report while the upload moved: \(up)", file: file, line: line)
+        XCTAssertEqual(up, up.sorted(), "the upload's reports went back", file: file, line: line)
+
+        let local = scratch + "/moved.bin"
+        let fd = open(local, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        defer { close(fd) }
+        let received = ByteLog()
+        try await storage.downloadFile("moving/big.bin", into: fd, expectedSize: Int64(size), onBytes: { received.add($0) })
+        let down = received.values
+        XCTAssertEqual(down.last, Int64(size), "the download's last report is not its size", file: file, line: line)
+        XCTAssertTrue(down.contains { $0 > 0 && $0 < Int64(size) }, "no report while the download moved: \(down)", file: file, line: line)
+    }
+
     /// Writing over a file replaces its content and its size, shorter or longer.
     public static func overwriteReplacesContentAndSize(
         _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
@@ -347,6 +372,14 @@ extension RemoteStorage {
 }
 
 /// The last value a byte callback gave.
+/// Every count a byte callback was given, in order.
+public final class ByteLog: Sendable {
+    private let log = Mutex<[Int64]>([])
+    public init() {}
+    public var values: [Int64] { log.withLock { $0 } }
+    public func add(_ value: Int64) { log.withLock { $0.append(value) } }
+}
+
 public final class ByteCounter: Sendable {
     private let latest = Mutex<Int64>(0)
     public init() {}

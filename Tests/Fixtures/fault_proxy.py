@@ -10,6 +10,7 @@ Control is line-based JSON on stdin, one JSON answer per line on stdout (after a
   {"cmd": "add", "method": "PUT", "path": "substring", "times": 2, "action": "status",
    "status": 429, "headers": {"Retry-After": "1"}, "body": "..."}
   actions: status, drop, stall (seconds), cut_request (after bytes), cut_response (after bytes),
+  throttle (forward, the request and response bodies at "rate" bytes a second each),
   propfind_entries (a 207 multistatus streamed as it is generated: "count" files under
   "prefix", each with "padding" bytes of a dead property; no Content-Length)
   {"cmd": "log"}    -> {"log": [{"method": ..., "path": ..., "action": ...}, ...]}
@@ -135,7 +136,19 @@ class Handler(socketserver.BaseRequestHandler):
                            f"Connection: close\r\n\r\n".encode() + (body if method != "HEAD" else b""))
             return
 
-        # forward, cut_request, cut_response: relay to the upstream server.
+        # forward, cut_request, cut_response, throttle: relay to the upstream server.
+        rate = float(rule.get("rate", 0)) if action == "throttle" else 0
+
+        def send_paced(sock, data):
+            # At `rate` bytes a second, in small pieces, so the sender sees the pace.
+            if not rate:
+                sock.sendall(data)
+                return
+            for start in range(0, len(data), 16384):
+                piece = data[start:start + 16384]
+                sock.sendall(piece)
+                time.sleep(len(piece) / rate)
+
         up = socket.create_connection(upstream)
         try:
             out = [f"{method} {target} HTTP/1.1"]
@@ -152,7 +165,7 @@ class Handler(socketserver.BaseRequestHandler):
             rest = b""
             while sent < length:
                 if not pending:
-                    pending = client.recv(min(1 << 20, length - sent))
+                    pending = client.recv(min(16384 if rate else 1 << 20, length - sent))
                     if not pending:
                         break
                 piece = pending[: length - sent]
@@ -163,7 +176,7 @@ class Handler(socketserver.BaseRequestHandler):
                     up.shutdown(socket.SHUT_RDWR)
                     client.shutdown(socket.SHUT_RDWR)
                     return
-                up.sendall(piece)
+                send_paced(up, piece)
                 sent += len(piece)
             relayed = 0
             cut_response = int(rule.get("after", 0)) if action == "cut_response" else None
@@ -175,7 +188,7 @@ class Handler(socketserver.BaseRequestHandler):
                     client.sendall(chunk[: cut_response - relayed])
                     client.shutdown(socket.SHUT_RDWR)
                     return
-                client.sendall(chunk)
+                send_paced(client, chunk)
                 relayed += len(chunk)
         finally:
             up.close()
@@ -184,6 +197,12 @@ class Handler(socketserver.BaseRequestHandler):
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def server_bind(self):
+        # A small receive window (inherited by every accepted connection), so a paced relay
+        # slows the client's sending within a few hundred kilobytes, as a slow link does.
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        super().server_bind()
 
 
 def main():

@@ -13,10 +13,11 @@ import Synchronization
 struct RestoreJobState: Sendable {
     var phase = "starting"
     var progress: RestoreProgress?
-    var bytes: Int64 = 0
+    /// The bytes received, expected and in flight, and the rate over them.
+    var transfer = TransferState()
     var current: String?
-    /// When the first progress came (clock seconds), for the rate.
-    var since: Double?
+    /// When the job started (clock seconds), for the elapsed time.
+    var startedAt: Double?
     /// The plan by group, once the engine recorded it.
     var plan: RestorePlanView?
     /// The group waiting for the person's answer.
@@ -53,6 +54,7 @@ final class RestoreJob: Job {
         self.loadPlan = loadPlan
         var initial = RestoreJobState()
         initial.placeAll = placeAll
+        initial.startedAt = clock()
         inner = Mutex(Inner(visible: initial))
     }
 
@@ -111,11 +113,10 @@ final class RestoreJob: Job {
             switch event {
             case .phase(let name):
                 state.phase = name
-            case .restoreProgress(let value, let bytes, let current):
-                state.since = state.since ?? now
+            case .restoreProgress(let value, let transfer):
                 state.progress = value
-                state.bytes = bytes
-                if let current {
+                state.transfer.update(transfer, at: now)
+                if let current = transfer.current {
                     state.current = current
                     state.plan?.downloading(current)
                 }
@@ -127,7 +128,7 @@ final class RestoreJob: Job {
                 state.notes.append("group \"\(group)\" not placed: \(Format.files(paths.count)) would replace a different local file")
             case .fileFailed(_, _, let message, _):
                 state.notes.append(message)
-            case .scanned, .syncProgress:
+            case .scanning, .scanned, .syncProgress, .syncStage:
                 break
             }
             if state.notes.count > 5 { state.notes.removeFirst(state.notes.count - 5) }

@@ -9,13 +9,20 @@ import Synchronization
 /// What the sync screen shows of a running (or finished) sync.
 struct SyncJobState: Sendable {
     var phase = "starting"
+    /// When the job started (clock seconds), for the elapsed time.
+    var startedAt: Double?
+    /// The scan so far, while it runs.
+    var scanning: (files: Int, hashed: Int, hashedBytes: Int64)?
     var scanned: (files: Int, bytes: Int64, hashed: Int)?
     var done = 0
     var total = 0
-    var bytes: Int64 = 0
+    /// The part of the writes under way, and the steps done when it began.
+    var stage: SyncStage?
+    var stageStart = 0
+    /// The bytes sent, expected and in flight, and the rate over them.
+    var transfer = TransferState()
+    /// The file named last, kept after it landed (the last one a one-line display showed).
     var current: String?
-    /// When the "syncing" phase began (clock seconds), for the rate and the ETA.
-    var syncingSince: Double?
     /// The last few scan notes (unreadable files, skipped ones), and how many there were.
     var notes: [String] = []
     var noteCount = 0
@@ -36,6 +43,8 @@ final class SyncJob: Job {
     init(request: SyncRequest, clock: @escaping @Sendable () -> Double = Context.monotonicSeconds) {
         self.request = request
         self.clock = clock
+        let now = clock()
+        state.withLock { $0.startedAt = now }
     }
 
     /// Starts `app.sync(profile, request)`.
@@ -73,16 +82,21 @@ final class SyncJob: Job {
             switch event {
             case .phase(let name):
                 state.phase = name
-                if name == "syncing" { state.syncingSince = now }
+            case .scanning(let files, let hashed, let hashedBytes):
+                state.scanning = (files, hashed, hashedBytes)
             case .scanned(let files, let bytes, let hashed):
                 state.scanned = (files, bytes, hashed)
             case .note(let path, let message):
                 state.noteCount += 1
                 state.notes.append(message.isEmpty ? path : message)
                 if state.notes.count > 5 { state.notes.removeFirst() }
-            case .syncProgress(let done, let total, let bytes, let current):
-                (state.done, state.total, state.bytes) = (done, total, bytes)
-                if let current { state.current = current }
+            case .syncProgress(let done, let total, let transfer):
+                (state.done, state.total) = (done, total)
+                state.transfer.update(transfer, at: now)
+                if let current = transfer.current { state.current = current }
+            case .syncStage(let stage):
+                state.stage = stage
+                state.stageStart = state.done
             case .restoreProgress, .conflict, .fileFailed:
                 break
             }

@@ -81,7 +81,7 @@ struct PlacementPrompt {
             return lines
         }
         let bytes = group.files.reduce(Int64(0)) { $0 + ($1.size ?? 0) }
-        lines.append(("\(Format.files(group.files.count)) downloaded and verified (\(Format.bytes(bytes))).", .normal, false))
+        lines.append(("\(Format.files(group.files.count)) downloaded and checked (\(Format.bytes(bytes))).", .normal, false))
         if group.required {
             lines.append(("Required: the restore stops here if you reject it.", .warning, false))
         }

@@ -15,6 +15,7 @@ final class RestoreScreen: Screen {
     private(set) var job: RestoreJob
     private(set) var state = RestoreJobState()
     private var seen = -1
+    private var lastSecond = -1
     private(set) var prompt: PlacementPrompt?
     private var scroll = 0
 
@@ -59,7 +60,11 @@ final class RestoreScreen: Screen {
 
     func update() -> Bool {
         let snapshot = job.snapshot
-        guard snapshot.version != seen else { return false }
+        // While it runs, the elapsed time and the sign of life move once a second.
+        let second = Int(context.clock().rounded(.down))
+        let tick = snapshot.result == nil && second != lastSecond
+        lastSecond = second
+        guard snapshot.version != seen else { return tick }
         seen = snapshot.version
         if state.result == nil, let result = snapshot.result {
             switch result {
@@ -122,23 +127,41 @@ final class RestoreScreen: Screen {
         row += 1
 
         if let plan = state.plan {
-            let spare = canvas.body.upperBound - row - 5
+            let spare = canvas.body.upperBound - row - (state.result == nil ? 7 : 5)
             let shown = GroupTable.draw(plan.groups, first: min(scroll, max(plan.groups.count - 1, 0)), canvas: canvas, row: row, rows: max(spare, 1))
             row += shown + 1
             let done = state.progress?.filesDone ?? plan.filesPlaced
             let total = state.progress?.filesTotal ?? plan.filesTotal
             let staged = state.progress?.filesStaged ?? plan.filesStaged
             if row < canvas.body.upperBound {
-                canvas.text("All", row: row, column: 1, width: label, style: .accent)
-                let barWidth = max(min(canvas.columns - label - 24, 40), 6)
-                canvas.bar(total == 0 ? 0 : Double(done + staged) / Double(total) , row: row, column: label + 1, width: barWidth)
-                canvas.text("\(done)/\(total) placed" + (staged > 0 ? ", \(staged) staged" : ""), row: row, column: label + 2 + barWidth)
+                // Placed files fill this bar, as its words say; the bytes have their own below.
+                canvas.text("Placed", row: row, column: 1, width: label, style: .accent)
+                let barWidth = max(min(canvas.columns - label - 36, 40), 6)
+                canvas.bar(total == 0 ? 0 : Double(done) / Double(total), row: row, column: label + 1, width: barWidth)
+                canvas.text("\(Format.count(done)) of \(Format.count(total))" + (staged > 0 ? ", \(Format.count(staged)) downloaded and checked" : ""),
+                            row: row, column: label + 2 + barWidth)
                 row += 1
             }
         }
-        if state.progress != nil || state.bytes > 0 {
-            field("Received", Format.bytes(state.bytes))
-            if state.result == nil && state.offer == nil { field("File", state.current ?? "–", path: true) }
+        let running = state.result == nil
+        let now = context.clock()
+        if state.progress != nil || state.transfer.reading.bytes > 0 {
+            if running, row < canvas.body.upperBound, let fraction = state.transfer.reading.fraction {
+                canvas.text("Bytes", row: row, column: 1, width: label, style: .accent)
+                let barWidth = max(min(canvas.columns - label - 36, 40), 6)
+                canvas.bar(fraction, row: row, column: label + 1, width: barWidth)
+                canvas.text(String(Int((fraction * 100).rounded(.down))) + "%", row: row, column: label + 2 + barWidth)
+                row += 1
+            }
+            field("Received", TransferPanel.bytesLine(state.transfer, now: now, running: running))
+        }
+        if running, let started = state.startedAt {
+            field("Elapsed", Format.duration(max(0, now - started)) + "  " + String(TransferPanel.life(at: now)))
+        }
+        if running && state.offer == nil && !state.transfer.reading.moving.isEmpty && row < canvas.body.upperBound {
+            let room = max(1, min(state.transfer.reading.moving.count, canvas.body.upperBound - row - 1))
+            canvas.text("Moving", row: row, column: 1, width: label, style: .accent)
+            row += TransferPanel.drawMoving(state.transfer.reading.moving, canvas: canvas, row: row, label: label, maxRows: room)
         }
         if let note = state.notes.last { field("Note", note, style: .warning) }
         row += 1

@@ -103,7 +103,7 @@ final class ResumeScreen: Screen {
                 + "them again (backup restore --resume --reset-attempts).", row: row, maxRows: 2, style: .warning)
         }
         if row < canvas.body.upperBound {
-            canvas.paragraph("Enter continues from here: staged files are not downloaded again.", row: row + 1, maxRows: 2)
+            canvas.paragraph("Enter continues from here: files downloaded and checked are not downloaded again.", row: row + 1, maxRows: 2)
         }
     }
 }

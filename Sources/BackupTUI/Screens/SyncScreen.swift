@@ -1,5 +1,6 @@
 // The sync screen: one run of `BackupApp.sync` for a profile, drawn from the job's latest
-// state: phase, an overall bar from the engine's done/total, bytes, rate, ETA, the file in
+// state: the phase by name (the scan's running count, uploads, deletes, the marker), a bar
+// that follows bytes, the rate and ETA over the last seconds, elapsed time, the files in
 // flight, and at the end the outcome in words with the keys that act on it (allow the
 // first write, sync anyway past the shrink guard after a confirmation, open the hold).
 
@@ -14,6 +15,7 @@ final class SyncScreen: Screen {
     private(set) var job: SyncJob
     private(set) var state = SyncJobState()
     private var seen = -1
+    private var lastSecond = -1
     private var confirm: ConfirmDialog?
     /// Back from the hold screen with the hold that stopped this run cleared.
     private var holdCleared = false
@@ -55,7 +57,12 @@ final class SyncScreen: Screen {
 
     func update() -> Bool {
         let snapshot = job.snapshot
-        guard snapshot.version != seen else { return false }
+        // While it runs, the elapsed time and the sign of life move once a second, even when
+        // nothing else does (a stalled server).
+        let second = Int(context.clock().rounded(.down))
+        let tick = snapshot.result == nil && second != lastSecond
+        lastSecond = second
+        guard snapshot.version != seen else { return tick }
         seen = snapshot.version
         if state.result == nil, let result = snapshot.result {
             context.lastStatus = Self.status(result)
@@ -114,46 +121,45 @@ final class SyncScreen: Screen {
     func draw(_ canvas: Canvas) {
         defer { confirm?.draw(canvas) }
         let label = 9
-        var row = 2
+        // A small terminal loses the blank rows first.
+        let roomy = canvas.rows >= 20
+        var row = roomy ? 2 : 1
         func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {
             canvas.field(name, value, row: &row, label: label, style: style, path: path)
         }
         field("Source", profile.source, path: true)
         field("Remote", profile.remote, path: true)
-        row += 1
+        if roomy { row += 1 }
 
         let finished = state.result != nil
         let completed: Bool = {
             if case .success(let summary) = state.result, case .ran(.completed) = summary.result { return true }
             return false
         }()
-        canvas.text(phaseLine(completed: completed), row: row, style: .accent)
+        let now = context.clock()
+        var phase = phaseLine(completed: completed)
+        if !finished { phase += "  " + String(TransferPanel.life(at: now)) }
+        canvas.text(phase, row: row, style: .accent)
         row += 1
-        let fraction = completed ? 1 : (state.total > 0 ? Double(state.done) / Double(state.total) : 0)
-        let barWidth = max(canvas.columns - 9, 4)
-        canvas.bar(fraction, row: row, column: 1, width: barWidth)
-        canvas.text(String(Int((fraction * 100).rounded(.down))) + "%", row: row, column: barWidth + 2)
+        TransferPanel.drawBar(completed ? 1 : fraction, canvas: canvas, row: row)
         row += 1
 
-        var sent = Format.bytes(state.bytes)
-        if let since = state.syncingSince, !finished {
-            let elapsed = context.clock() - since
-            if elapsed > 0.5 {
-                sent += " · \(Format.bytes(Int64(Double(state.bytes) / elapsed)))/s"
-                if state.done > 0 && state.total > state.done {
-                    sent += " · ETA " + Format.duration(elapsed * Double(state.total - state.done) / Double(state.done))
-                }
-            }
+        field("Sent", TransferPanel.bytesLine(state.transfer, now: now, running: !finished))
+        if let started = state.startedAt, !finished { field("Elapsed", Format.duration(max(0, now - started))) }
+        if !finished && !state.transfer.reading.moving.isEmpty {
+            let room = max(1, min(state.transfer.reading.moving.count, canvas.body.upperBound - row - 2))
+            canvas.text("Moving", row: row, column: 1, width: label, style: .accent)
+            row += TransferPanel.drawMoving(state.transfer.reading.moving, canvas: canvas, row: row, label: label, maxRows: room)
+        } else if !finished, let current = state.current {
+            field("Last", current, path: true)
         }
-        field("Sent", sent)
-        field("File", finished ? "–" : (state.current ?? "–"), path: true)
         if let scanned = state.scanned {
             field("Scanned", "\(Format.files(scanned.files)) (\(Format.bytes(scanned.bytes))), \(Format.count(scanned.hashed)) read")
         }
         if state.noteCount > 0, let last = state.notes.last {
             field("Notes", "\(state.noteCount): \(last)", style: .warning)
         }
-        row += 1
+        if roomy { row += 1 }
         guard let result = state.result, row < canvas.body.upperBound else { return }
         let (words, style) = outcome(result)
         row += canvas.paragraph(words, row: row, maxRows: max(canvas.body.upperBound - row - offered.count, 1), style: style)
@@ -162,6 +168,20 @@ final class SyncScreen: Screen {
             canvas.text("\(key.label)  \(binding.summary)", row: row, column: 3, style: .accent)
             row += 1
         }
+    }
+
+    /// How far the run is: by bytes while files (or the marker) are uploaded, by files while
+    /// they are deleted, by steps otherwise.
+    private var fraction: Double {
+        switch state.stage {
+        case .deleting(let files) where files > 0:
+            return Double(state.done - state.stageStart) / Double(files)
+        case .uploading, .writingMarker:
+            if let fraction = state.transfer.reading.fraction { return fraction }
+        default:
+            break
+        }
+        return state.total > 0 ? Double(state.done) / Double(state.total) : 0
     }
 
     private func phaseLine(completed: Bool) -> String {
@@ -173,10 +193,20 @@ final class SyncScreen: Screen {
         default: return "Failed"
         }
         switch state.phase {
-        case "scanning": return "Scanning the source…"
+        case "scanning":
+            guard let scanning = state.scanning else { return "Scanning the source…" }
+            return "Scanning: \(Format.files(scanning.files)) found, \(Format.count(scanning.hashed)) read "
+                + "(\(Format.bytes(scanning.hashedBytes)))"
         case "listing": return "Listing the remote…"
         case "syncing":
-            return state.total > 0 ? "Syncing: \(Format.count(state.done)) of \(Format.count(state.total)) steps" : "Syncing…"
+            let inStage = state.done - state.stageStart
+            switch state.stage {
+            case .uploading(let files, _)?: return "Uploading: \(Format.count(inStage)) of \(Format.files(files))"
+            case .deleting(let files)?: return "Deleting from the remote: \(Format.count(inStage)) of \(Format.files(files))"
+            case .updatingMetadata(let files)?: return "Setting the mode and times of \(Format.files(files)) on the remote"
+            case .writingMarker(let bytes)?: return "Writing the backup's marker (\(Format.bytes(bytes)))"
+            case nil: return "Comparing with the remote…"
+            }
         default: return "Starting…"
         }
     }

@@ -100,7 +100,7 @@ enum GroupTable {
     static func draw(_ groups: [GroupProgress], first: Int, canvas: Canvas, row: Int, rows: Int) -> Int {
         guard rows > 0 else { return 0 }
         let nameWidth = min(max(groups.map { DisplayWidth.of($0.label) }.max() ?? 0, 8), max(canvas.columns / 4, 8))
-        let barWidth = max(min(canvas.columns - nameWidth - 34, 30), 6)
+        let barWidth = max(min(canvas.columns - nameWidth - 38, 30), 6)
         let visible = groups.dropFirst(first).prefix(rows)
         for (offset, group) in visible.enumerated() {
             let y = row + offset
@@ -115,8 +115,16 @@ enum GroupTable {
         return visible.count
     }
 
+    /// The bar says what the words beside it count: while a group is downloaded or asked
+    /// about, its downloaded share of what it has left; otherwise its placed share.
     static func fraction(_ group: GroupProgress) -> Double {
-        group.total == 0 ? 0 : Double(group.placed + group.staged) / Double(group.total)
+        switch group.stage {
+        case .downloading, .asking:
+            let left = group.total - group.placed
+            return left == 0 ? 1 : Double(group.staged) / Double(left)
+        case .pending, .placed, .rejected:
+            return group.total == 0 ? 0 : Double(group.placed) / Double(group.total)
+        }
     }
 
     /// The group's state in a few words.
@@ -125,10 +133,10 @@ enum GroupTable {
         switch group.stage {
         case .placed where group.placed == group.total: return ("\(counts) placed", .good)
         case .placed: return ("\(counts) placed, \(group.total - group.placed) missing", .warning)
-        case .asking: return ("\(group.staged) staged: place?", .warning)
+        case .asking: return ("\(group.staged) downloaded and checked: place?", .warning)
         case .rejected: return ("\(counts) placed, rejected", .warning)
         case .downloading: return ("\(group.staged)/\(group.total - group.placed) downloaded", .normal)
-        case .pending where group.staged > 0: return ("\(counts) placed, \(group.staged) staged", .dim)
+        case .pending where group.staged > 0: return ("\(counts) placed, \(group.staged) downloaded", .dim)
         case .pending: return ("\(counts) placed", .dim)
         }
     }
