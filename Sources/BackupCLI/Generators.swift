@@ -302,6 +302,11 @@ enum Manual {
             and run scripted with `--no-tui`, with `--json`, or when either is not a terminal (cron, pipes, CI). \
             Scripted, a progress line goes to standard error, redrawn in place on a terminal and printed at \
             most once a second otherwise, and a summary goes to standard output at the end. \
+            Progress, on the screen and in the line, follows bytes: a large file moves the bar, the \
+            percentage and the ETA while it is sent or received; the rate is over the last five seconds, \
+            so a stalled server shows 0 B/s. The bytes of an upload are those out of this machine: a \
+            server that takes them at once and stores them slowly shows the file as sent, waiting for the \
+            server. \
             With `--json`, standard output carries JSON lines instead (see JSON OUTPUT). When the interface \
             closes after a job finished, the outcome of the last one stays on the terminal as one line on \
             standard output, starting "backup: ".
@@ -619,9 +624,11 @@ enum Manual {
             people still go to standard error. Scripts should ignore keys they do not know.
             """)
         page.tagList([
+            ("Cm scanning", "While the source is scanned, at most ten a second: `files` found so far, and of them `hashed` (read and hashed) with their `hashed_bytes`."),
             ("Cm scanned", "The scan of the source finished: `files`, `bytes`, and `hashed`, the files read and hashed this run (the others came from the fingerprint cache)."),
             ("Cm note", "Something about one path: `path` and `message` (a special file skipped, a file that cannot be read)."),
-            ("Cm progress", "At most ten a second, and always the last one. For a sync, `done` and `total` steps (uploads and deletes) and `bytes` sent. For a restore, `done` and `total` files placed, `staged` (downloaded and checked), `groups_done`, `groups_total` and `bytes` received."),
+            ("Cm stage", "A part of a sync's writes begins: `stage` is `uploading` (with `files` and `bytes`, as scanned), `deleting` (with `files`), `updating metadata` (with `files`) or `writing the marker` (with its `bytes`)."),
+            ("Cm progress", "At most ten a second, and always the last one; during a large file too, as its bytes move. For a sync, `done` and `total` steps (uploads, deletes and the marker). For a restore, `done` and `total` files placed, `staged` (downloaded and checked), `groups_done` and `groups_total`. Both carry `bytes` (moved so far, the part of each file in flight included: sent by a sync, received by a restore), `bytes_total` (what the run expects to move: the planned uploads and, once it is made, the marker; or the files a restore has to download; 0 until known) and `in_flight`, the files moving now, each with `path`, `bytes` moved and `size`."),
             ("Cm conflict", "A group was not placed because it would replace local files that differ: `group` and `paths`."),
             ("Cm error", "One file of a restore failed this attempt: `path`, `message`, and `error`: `hashMismatch` or `sizeMismatch` (the remote's data failed a check, exit status 5), `refusedPath` (its path may not be restored), `local`, or a kind under DIAGNOSTICS."),
             ("Cm status", "The answer of `backup status`: `profile`, `source`, `remote`, `remote_files` and `remote_bytes` (what the state records), `local_files`, `local_folders`, `local_symlinks`, `last_sync` (ISO 8601, or null), `hold` (its reason, or null), and what a sync would do now: `would_upload` and `would_delete`, or `would` (the reason it would not run, or `failed` with `error`)."),
