@@ -153,7 +153,7 @@ final class RestoreScreen: Screen {
                 canvas.text(String(Int((fraction * 100).rounded(.down))) + "%", row: row, column: label + 2 + barWidth)
                 row += 1
             }
-            field("Received", TransferPanel.bytesLine(state.transfer, now: now, running: running))
+            TransferPanel.drawBytes("Received", state.transfer, now: now, running: running, canvas: canvas, row: &row, label: label)
         }
         if running, let started = state.startedAt {
             field("Elapsed", Format.duration(max(0, now - started)) + "  " + String(TransferPanel.life(at: now)))

@@ -144,10 +144,11 @@ final class SyncScreen: Screen {
         TransferPanel.drawBar(completed ? 1 : fraction, canvas: canvas, row: row)
         row += 1
 
-        field("Sent", TransferPanel.bytesLine(state.transfer, now: now, running: !finished))
+        TransferPanel.drawBytes("Sent", state.transfer, now: now, running: !finished, canvas: canvas, row: &row, label: label)
         if let started = state.startedAt, !finished { field("Elapsed", Format.duration(max(0, now - started))) }
         if !finished && !state.transfer.reading.moving.isEmpty {
-            let room = max(1, min(state.transfer.reading.moving.count, canvas.body.upperBound - row - 2))
+            // Every row down to the one the scan's line needs.
+            let room = max(1, min(state.transfer.reading.moving.count, canvas.body.upperBound - row - 1))
             canvas.text("Moving", row: row, column: 1, width: label, style: .accent)
             row += TransferPanel.drawMoving(state.transfer.reading.moving, canvas: canvas, row: row, label: label, maxRows: room)
         } else if !finished, let current = state.current {

@@ -35,17 +35,33 @@ enum TransferPanel {
 
     /// "12.3 MiB of 50 MiB · 1.2 MiB/s · ETA 0:31", the rate and ETA over the last seconds.
     static func bytesLine(_ state: TransferState, now: Double, running: Bool) -> String {
+        let (amount, speed) = bytesParts(state, now: now, running: running)
+        return speed.map { amount + " · " + $0 } ?? amount
+    }
+
+    /// The amount ("12.3 MiB of 50 MiB") and, while it runs, the speed ("1.2 MiB/s · ETA 0:31").
+    static func bytesParts(_ state: TransferState, now: Double, running: Bool) -> (amount: String, speed: String?) {
         let reading = state.reading
-        var words = Format.bytes(reading.bytes)
-        if reading.expectedBytes > 0 { words += " of " + Format.bytes(reading.expectedBytes) }
-        guard running else { return words }
-        if let rate = state.rate.rate(at: now) {
-            words += " · \(Format.bytes(Int64(rate)))/s"
-            if let left = state.rate.secondsLeft(reading.expectedBytes - reading.bytes, at: now) {
-                words += " · ETA " + Format.duration(left)
-            }
+        var amount = Format.bytes(reading.bytes)
+        if reading.expectedBytes > 0 { amount += " of " + Format.bytes(reading.expectedBytes) }
+        guard running, let rate = state.rate.rate(at: now) else { return (amount, nil) }
+        var speed = "\(Format.bytes(Int64(rate)))/s"
+        if let left = state.rate.secondsLeft(reading.expectedBytes - reading.bytes, at: now) {
+            speed += " · ETA " + Format.duration(left)
         }
-        return words
+        return (amount, speed)
+    }
+
+    /// The bytes as one field, or as two (the speed on a row of its own) where one row is too
+    /// narrow for both.
+    static func drawBytes(_ name: String, _ state: TransferState, now: Double, running: Bool,
+                          canvas: Canvas, row: inout Int, label: Int) {
+        let (amount, speed) = bytesParts(state, now: now, running: running)
+        guard let speed else { return canvas.field(name, amount, row: &row, label: label) }
+        let joined = amount + " · " + speed
+        if DisplayWidth.of(joined) <= canvas.columns - label - 2 { return canvas.field(name, joined, row: &row, label: label) }
+        canvas.field(name, amount, row: &row, label: label)
+        canvas.field("Speed", speed, row: &row, label: label)
     }
 
     /// The files in flight from `row`, one a line ("path  3.1 MiB of 10 MiB"), at most
@@ -54,7 +70,9 @@ enum TransferPanel {
         guard maxRows > 0 else { return 0 }
         var used = 0
         for (index, file) in moving.enumerated() {
-            if used == maxRows - 1 && moving.count - index > 1 {
+            let more = moving.count - index - 1
+            // The last row names a file too; the ones that do not fit are counted after it.
+            if used == maxRows - 1 && more > 0 && maxRows > 1 {
                 canvas.text("… and \(moving.count - index) more", row: row + used, column: label + 1, style: .dim)
                 return used + 1
             }
@@ -63,11 +81,16 @@ enum TransferPanel {
                 // Every byte is out and the server has not answered yet (it may be storing it).
                 amount = size > 0 && file.bytes >= size ? Format.bytes(size) + ", waiting for the server" : amount + " of " + Format.bytes(size)
             }
+            let extra = maxRows == 1 && more > 0 ? " (+\(more))" : ""
+            // A narrow screen keeps room for the name: the bytes moved alone.
+            if canvas.columns - label - DisplayWidth.of(amount + extra) - 4 < 16 { amount = Format.bytes(file.bytes) }
+            amount += extra
             let amountWidth = DisplayWidth.of(amount)
             let pathWidth = max(canvas.columns - label - 2 - amountWidth - 2, 4)
             canvas.path(file.path, row: row + used, column: label + 1, width: pathWidth)
             canvas.text(amount, row: row + used, column: max(label + 1 + pathWidth + 1, canvas.columns - amountWidth - 1), style: .dim)
             used += 1
+            if used == maxRows { break }
         }
         return used
     }
