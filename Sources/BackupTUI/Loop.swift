@@ -56,6 +56,12 @@ final class Loop {
             dirty = true
         }
         for screen in stack where screen.update() { dirty = true }
+        // "Stop the running job?" asked of a job that has ended since: the question is gone,
+        // and the screen shows how the job ended.
+        if confirm != nil, stopping == nil, !stack.contains(where: { $0.runningJob != nil }) {
+            confirm = nil
+            dirty = true
+        }
         if let after = stopping, !stack.contains(where: { $0.runningJob != nil }) {
             stopping = nil
             dirty = true

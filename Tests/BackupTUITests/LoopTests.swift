@@ -88,6 +88,21 @@ final class LoopTests: XCTestCase {
         XCTAssertEqual(loop.finished, .interrupted)
     }
 
+    func testAQuitQuestionAboutAJobThatEndedMeanwhileGoesAway() {
+        let (loop, buffer, job) = syncing()
+        f.press([.character("q")], loop, buffer)
+        XCTAssertTrue(buffer.text.contains("A job is still running"), buffer.text)
+        job.finish(.success(SyncSummary(profile: "default", result: .ran(.completed(SyncReport())), files: 0, bytes: 0,
+                                        hashedFiles: 0, absent: 0, notes: [], symlinks: 0, folders: 0)))
+        f.press([], loop, buffer)
+        XCTAssertFalse(buffer.text.contains("still running"), "a stale question over the outcome: \(buffer.text)")
+        XCTAssertTrue(buffer.text.contains("Completed"), buffer.text)
+        XCTAssertNil(loop.finished, "the question went away; nothing quit by itself")
+        f.press([.character("y")], loop, buffer)
+        XCTAssertNil(loop.finished, "an answer to a question that is gone does nothing")
+        XCTAssertFalse(job.wasCancelled)
+    }
+
     func testGoingBackFromARunningJobAsksAndStopsIt() {
         let (loop, buffer, job) = syncing()
         f.press([.escape], loop, buffer)

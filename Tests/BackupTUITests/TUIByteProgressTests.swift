@@ -24,7 +24,9 @@ final class TUIByteProgressTests: XCTestCase {
         return nil
     }
 
-    func testOneLargeFileMovesTheByteBarWhileItUploadsAndWhileItDownloads() throws {
+    /// A profile over a WebDAV server behind a proxy that relays 2 MiB a second, its source
+    /// holding `big.bin` of `mebibytes`; the environment to run the binary with.
+    private func throttledHome(mebibytes: Int) throws -> (Home, [String: String]) {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }
         let server = try RcloneServer(.webdav, root: try home.dir.makeFolder("webdav-root"))
@@ -33,11 +35,14 @@ final class TUIByteProgressTests: XCTestCase {
         addTeardownBlock { proxy.stop() }
         proxy.add(times: 100_000, .throttle(bytesPerSecond: 2 << 20))
         try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
-        // 16 MiB at 2 MiB/s: several seconds of one file in flight.
-        try home.write("big.bin", String(repeating: "0123456789abcdef", count: 16 * 65_536))
-        let password = ["BACKUP_PASSWORD": server.secret]
+        try home.write("big.bin", String(repeating: "0123456789abcdef", count: mebibytes * 65_536))
         XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", "webdav://\(server.user)@127.0.0.1:\(proxy.port)/backup"]), 0)
-        let environment = home.environment.merging(password) { _, new in new }
+        return (home, home.environment.merging(["BACKUP_PASSWORD": server.secret]) { _, new in new })
+    }
+
+    func testOneLargeFileMovesTheByteBarWhileItUploadsAndWhileItDownloads() throws {
+        // 16 MiB at 2 MiB/s: several seconds of one file in flight.
+        let (home, environment) = try throttledHome(mebibytes: 16)
 
         let sync = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: environment, directory: home.dir.path)
         addTeardownBlock { sync.kill() }
@@ -76,5 +81,19 @@ final class TUIByteProgressTests: XCTestCase {
         try restore.press("q")
         XCTAssertEqual(try restore.exitStatus(), 0)
         XCTAssertEqual(FileManager.default.contents(atPath: target + "/big.bin")?.count, 16 << 20)
+    }
+
+    func testAQuitQuestionGoesAwayWhenTheSyncEndsBeforeItIsAnswered() throws {
+        let (home, environment) = try throttledHome(mebibytes: 8)
+        let sync = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: environment, directory: home.dir.path)
+        addTeardownBlock { sync.kill() }
+        try sync.wait(for: "Uploading: 0 of 1 file")
+        try sync.press("q")
+        try sync.wait(for: "A job is still running")
+        let ended = try sync.wait(for: "Completed:", timeout: 60)
+        XCTAssertFalse(ended.contains("still running"), "the question stayed over the outcome:\n\(ended)")
+        XCTAssertFalse(ended.contains("Quit?"), ended)
+        try sync.press("q")
+        XCTAssertEqual(try sync.exitStatus(), 0)
     }
 }
