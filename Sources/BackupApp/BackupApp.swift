@@ -146,9 +146,16 @@ public struct BackupApp: Sendable {
         return current
     }
 
-    static func absolute(_ path: String) -> String {
+    /// `path` made absolute: `~` is the home folder ($HOME), a relative path is below the
+    /// current folder. The one rule for every path a person types, in the CLI and the TUI.
+    public static func absolute(_ path: String) -> String {
         if path.hasPrefix("/") { return (path as NSString).standardizingPath }
-        if path == "~" || path.hasPrefix("~/") { return (path as NSString).expandingTildeInPath }
+        if path == "~" || path.hasPrefix("~/") {
+            // $HOME, as a shell has it (Foundation's expansion reads the password database).
+            let environment = ProcessInfo.processInfo.environment["HOME"] ?? ""
+            let home = environment.hasPrefix("/") ? environment : NSHomeDirectory()
+            return ((home as NSString).appendingPathComponent(String(path.dropFirst())) as NSString).standardizingPath
+        }
         return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path) as NSString).standardizingPath
     }
 

@@ -309,7 +309,16 @@ enum Manual {
             server. \
             With `--json`, standard output carries JSON lines instead (see JSON OUTPUT). When the interface \
             closes after a job finished, the outcome of the last one stays on the terminal as one line on \
-            standard output, starting "backup: ".
+            standard output, starting "backup: ". A terminal whose TERM is `dumb` (or unset) cannot draw it: \
+            the commands run scripted there.
+
+            In the interface, `?` (or F1) shows every key of the screen, `q` (or F10) quits (asking first \
+            while a job runs, then stopping it cleanly), Esc goes back and Ctrl-L paints the screen again. \
+            In a text field `?` and `q` are typed, so F1 and F10 do those there; the field edits at its \
+            cursor (←, →, Home or Ctrl-A, End or Ctrl-E, Backspace, Delete or Ctrl-D, Ctrl-W for the word or \
+            path component before the cursor, Ctrl-U to clear it), and a path typed there may start with \
+            `~`, the home folder ($HOME). An Alt chord, or an escape sequence the terminal's description \
+            does not name, does nothing.
 
             Options are spelled in full (`--name VALUE` or `--name=VALUE`) and may come before or after \
             the command words. These are accepted by every command:

@@ -14,7 +14,8 @@ enum Action: String, Sendable, CaseIterable {
     case overwrite, keepMine
     case continueRestore, retryFailed
     case setHold, clearHold
-    case nextField, previousField, submit, toggle, deleteBack, clearField
+    case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
+    case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
 }
 
@@ -91,8 +92,15 @@ enum KeyMaps {
     ])
 
     static let textField = KeyMap(name: "Text fields", bindings: [
-        Binding([.backspace], .deleteBack, "delete the last character"),
+        Binding([.left], .cursorLeft, "move the cursor one character left"),
+        Binding([.right], .cursorRight, "move the cursor one character right"),
+        Binding([.home, .control("a")], .cursorStart, "move the cursor to the start"),
+        Binding([.end, .control("e")], .cursorEnd, "move the cursor to the end"),
+        Binding([.backspace], .deleteBack, "delete the character before the cursor"),
+        Binding([.delete, .control("d")], .deleteForward, "delete the character under the cursor"),
+        Binding([.control("w")], .deleteWord, "delete the word or path component before the cursor"),
         Binding([.control("u")], .clearField, "clear the field"),
+        Binding([.function(1)], .help, "show help (in a text field, ? is typed)"),
     ])
 
     static let sync = KeyMap(name: "Sync", bindings: [

@@ -95,22 +95,29 @@ struct Canvas {
     }
 
     /// The title bar: the tool, the screen's title, and where help is.
-    func titleBar(_ title: String) {
-        let right = "? help "
+    func titleBar(_ title: String, typing: Bool = false) {
+        let right = (typing ? "F1" : "?") + " help "
         let left = " backup · " + title
         let room = columns - DisplayWidth.of(right)
         fill(room > 10 ? DisplayWidth.padded(left, to: room) + right : left, row: 0, style: .chrome)
     }
 
-    /// The footer: the hints of `actions`, from the key tables.
-    func footer(_ actions: [Action], keys: KeyMap) {
-        var parts: [String] = []
+    /// The footer: the hints of `actions`, from the key tables. While `typing`, a key is named
+    /// by its first binding that is not a character (a character would be typed). On a narrow
+    /// screen the hints go from the end, but help and quit always stay.
+    func footer(_ actions: [Action], keys: KeyMap, typing: Bool = false) {
+        var parts: [(action: Action, text: String)] = []
         for action in actions {
-            guard let binding = keys.binding(action) ?? KeyMaps.global.binding(action), let hint = binding.hint,
-                  let key = binding.keys.first else { continue }
-            parts.append("\(key.label) \(hint)")
+            guard let binding = keys.binding(action) ?? KeyMaps.global.binding(action), let hint = binding.hint else { continue }
+            let key = typing ? binding.keys.first { if case .character = $0 { false } else { true } } : binding.keys.first
+            guard let key else { continue }
+            parts.append((action, "\(key.label) \(hint)"))
         }
-        fill(" " + parts.joined(separator: "  "), row: rows - 1, style: .chrome)
+        func line() -> String { " " + parts.map(\.text).joined(separator: "  ") }
+        while DisplayWidth.of(line()) > columns, let last = parts.lastIndex(where: { $0.action != .help && $0.action != .quit }) {
+            parts.remove(at: last)
+        }
+        fill(line(), row: rows - 1, style: .chrome)
     }
 
     /// Splits `text` into lines of at most `width` cells, at spaces where it can.

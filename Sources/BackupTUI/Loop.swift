@@ -157,9 +157,9 @@ final class Loop {
             terminal.present()
             return
         }
-        canvas.titleBar(screen.title)
+        canvas.titleBar(screen.title, typing: screen.typing)
         screen.draw(canvas)
-        canvas.footer(confirm == nil ? screen.hints : [], keys: screen.keys)
+        canvas.footer(confirm == nil ? screen.hints : [], keys: screen.keys, typing: screen.typing)
         if let (dialog, _) = confirm {
             terminal.hideCursor()
             dialog.draw(canvas)

@@ -36,10 +36,14 @@ protocol Screen: AnyObject {
     func update() -> Bool
     /// The screen is on top again (the one above it closed).
     func reappear()
+    /// Whether a text field has the keys: characters (`?` and `q` too) are typed, and the
+    /// title bar and the footer name the function keys (F1 help, F10 quit) instead.
+    var typing: Bool { get }
 }
 
 extension Screen {
     var runningJob: (any Job)? { nil }
+    var typing: Bool { false }
     func update() -> Bool { false }
     func reappear() {}
 }
@@ -91,9 +95,5 @@ final class Context {
         return app.paths.restoreRecord(target: Self.absolute(target))
     }
 
-    static func absolute(_ path: String) -> String {
-        if path == "~" || path.hasPrefix("~/") { return (path as NSString).expandingTildeInPath }
-        if path.hasPrefix("/") { return (path as NSString).standardizingPath }
-        return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path) as NSString).standardizingPath
-    }
+    static func absolute(_ path: String) -> String { BackupApp.absolute(path) }
 }

@@ -133,10 +133,25 @@ public final class CursesTerminal: Terminal {
         let result = backup_get_wch(&value)
         if result == OK {
             guard let scalar = Unicode.Scalar(UInt32(value)) else { return nil }
+            // Esc with more right behind it is no Esc: an Alt chord (Esc x) or a sequence this
+            // terminal's description does not know (curses gave up matching it). It is read to
+            // its end and dropped, so it never acts as "back", nor types its tail.
+            if scalar.value == 27, Self.pendingInput() {
+                while Self.pendingInput() {}
+                return nil
+            }
             return Key.fromScalar(scalar)
         }
         guard result == KEY_CODE_YES else { return nil }
         return Self.key(code: Int32(value))
+    }
+
+    /// Reads one more key if one is already there (no wait); whether there was one.
+    private static func pendingInput() -> Bool {
+        wtimeout(backup_stdscr(), 0)
+        var value: wint_t = 0
+        let result = backup_get_wch(&value)
+        return result == OK || result == KEY_CODE_YES
     }
 
     /// The key for a curses key code; nil for codes the screens do not use.

@@ -21,7 +21,7 @@ final class FirstRunScreenTests: XCTestCase {
 
     func testTheFirstRunAsksForTheSourceTheRemoteAndConsent() {
         assertScreen(f.frame([FirstRunScreen(context: f.context, takenNames: [])]), """
-             backup · set up your first backup                   ? help
+             backup · set up your first backup                  F1 help
 
              Which folder to back up, and where to. A folder path as
              the remote (another disk, a NAS share) needs nothing else
@@ -40,7 +40,7 @@ final class FirstRunScreenTests: XCTestCase {
 
 
 
-             Enter next/save  Esc back  ? help
+             Enter next/save  Esc back  F1 help
             """)
     }
 
@@ -92,5 +92,45 @@ final class FirstRunScreenTests: XCTestCase {
         f.press([.function(1)], loop, buffer)
         XCTAssertTrue(loop.top is HelpScreen, "F1 still does")
         XCTAssertTrue(buffer.text.contains("Text fields"), buffer.text)
+    }
+
+    func testAFieldEditsAtItsCursorAsAShellLineDoes() {
+        var field = TextField("/home/alice/Documets")
+        for key in [Key.left, .left, .character("n")] { XCTAssertTrue(field.handle(key)) }
+        XCTAssertEqual(field.value, "/home/alice/Documents")
+        for key in [Key.home, .delete, .character("~"), .end, .control("w")] + TUIFixture.type("Music") { _ = field.handle(key) }
+        XCTAssertEqual(field.value, "~home/alice/Music")
+        for key in [Key.control("a"), .right, .control("e"), .backspace, .control("w"), .control("w")] { _ = field.handle(key) }
+        XCTAssertEqual(field.value, "~home/")
+        XCTAssertFalse(field.handle(.function(1)), "F1 is no edit: it opens help")
+        _ = field.handle(.control("u"))
+        XCTAssertEqual(field.value, "")
+        XCTAssertEqual(field.cursor, 0)
+    }
+
+    func testALongFieldScrollsSoTheCursorStaysInView() {
+        let screen = FirstRunScreen(context: f.context, takenNames: [])
+        let (loop, buffer) = f.loop([HomeScreen(context: f.context), screen])
+        let long = "/srv/" + String(repeating: "deep/", count: 20) + "END"
+        f.press(TUIFixture.type(long) + [.home] + TUIFixture.type("START"), loop, buffer)
+        XCTAssertEqual(screen.source.value, "START" + long)
+        let row = buffer.lines.first { $0.hasPrefix(" Source") } ?? ""
+        XCTAssertTrue(row.contains("START/srv/deep/"), "the start of the text shows where the cursor is: \(row)")
+        XCTAssertFalse(row.contains("END"), row)
+    }
+
+    func testAtFortyColumnsTheFooterKeepsHelpAndQuit() {
+        let home = HomeScreen(context: f.context)
+        let buffer = ScreenBuffer(columns: 40, rows: 12)
+        let canvas = Canvas(buffer)
+        canvas.footer([.sync, .restore, .resume, .hold, .newProfile, .help, .quit], keys: home.keys)
+        buffer.present()
+        let footer = buffer.lines.last ?? ""
+        XCTAssertTrue(footer.hasSuffix("? help  q quit"), footer)
+        XCTAssertTrue(footer.hasPrefix(" s sync"), footer)
+        canvas.footer([.submit, .back, .help, .quit], keys: KeyMaps.firstRun, typing: true)
+        buffer.present()
+        let typing = buffer.lines.last ?? ""
+        XCTAssertTrue(typing.contains("F1 help  F10 quit"), "while typing, keys that are not typed: \(typing)")
     }
 }

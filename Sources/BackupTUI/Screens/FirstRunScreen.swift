@@ -28,6 +28,7 @@ final class FirstRunScreen: Screen {
     var title: String { firstRun ? "set up your first backup" : "new profile" }
     var keys: KeyMap { KeyMaps.firstRun }
     var hints: [Action] { [.submit, .nextField, .back, .help] }
+    var typing: Bool { focus != .consent }
 
     func handle(_ key: Key) -> Response {
         if case .character(" ") = key, focus == .consent {

@@ -29,8 +29,10 @@ final class HoldScreen: Screen {
 
     var title: String { "hold \"\(profile.name)\"" }
     var keys: KeyMap { KeyMaps.hold }
+    var typing: Bool { reasonPrompt != nil }
+
     var hints: [Action] {
-        if reasonPrompt != nil { return [] }
+        if reasonPrompt != nil { return [.help, .quit] }
         return (hold.isHeld ? [.clearHold, .setHold] : [.setHold]) + [.back, .help, .quit]
     }
 
@@ -38,6 +40,7 @@ final class HoldScreen: Screen {
         if var prompt = reasonPrompt {
             switch prompt.handle(key) {
             case .editing: reasonPrompt = prompt
+            case .notAnEdit: return .ignored
             case .cancelled: reasonPrompt = nil
             case .submitted(let reason):
                 reasonPrompt = nil

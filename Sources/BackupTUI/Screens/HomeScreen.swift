@@ -26,8 +26,10 @@ final class HomeScreen: Screen {
 
     var title: String { "profiles" }
     var keys: KeyMap { KeyMaps.home }
+    var typing: Bool { targetPrompt != nil }
+
     var hints: [Action] {
-        if targetPrompt != nil { return [] }
+        if targetPrompt != nil { return [.help, .quit] }
         return rows.isEmpty ? [.newProfile, .help, .quit] : [.sync, .restore, .resume, .hold, .newProfile, .help, .quit]
     }
 
@@ -52,6 +54,8 @@ final class HomeScreen: Screen {
             switch prompt.handle(key) {
             case .editing:
                 targetPrompt = prompt
+            case .notAnEdit:
+                return .ignored
             case .cancelled:
                 targetPrompt = nil
             case .submitted(let target):

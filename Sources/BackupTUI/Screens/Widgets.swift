@@ -4,34 +4,72 @@
 import BackupApp
 import BackupTerminal
 
-/// A one-line text field: typing appends, Backspace deletes, Ctrl-U clears.
+/// A one-line text field with a cursor, edited as a shell line is: typing inserts at the
+/// cursor, ←/→/Home/End (and Ctrl-A/Ctrl-E) move it, Backspace and Delete remove a character,
+/// Ctrl-W the word before the cursor, Ctrl-U everything.
 struct TextField {
-    var value: String
+    private(set) var characters: [Character]
+    /// Where the next character goes: 0...characters.count.
+    private(set) var cursor: Int
 
-    init(_ value: String = "") { self.value = value }
+    init(_ value: String = "") {
+        characters = Array(value)
+        cursor = characters.count
+    }
+
+    var value: String {
+        get { String(characters) }
+        set {
+            characters = Array(newValue)
+            cursor = characters.count
+        }
+    }
 
     /// Applies `key`; false when the key is not an edit.
     mutating func handle(_ key: Key) -> Bool {
-        switch key {
-        case .character(let character):
-            value.append(character)
-        default:
-            switch KeyMaps.textField.action(for: key) {
-            case .deleteBack: if !value.isEmpty { value.removeLast() }
-            case .clearField: value = ""
-            default: return false
+        if case .character(let character) = key {
+            characters.insert(character, at: cursor)
+            cursor += 1
+            return true
+        }
+        switch KeyMaps.textField.action(for: key) {
+        case .cursorLeft: cursor = max(cursor - 1, 0)
+        case .cursorRight: cursor = min(cursor + 1, characters.count)
+        case .cursorStart: cursor = 0
+        case .cursorEnd: cursor = characters.count
+        case .deleteBack:
+            if cursor > 0 {
+                characters.remove(at: cursor - 1)
+                cursor -= 1
             }
+        case .deleteForward: if cursor < characters.count { characters.remove(at: cursor) }
+        case .deleteWord:
+            // The spaces and slashes right before the cursor, then the word or path component
+            // before them: "~/photos/2024/" loses "2024/", then "photos/".
+            var start = cursor
+            while start > 0 && (characters[start - 1] == " " || characters[start - 1] == "/") { start -= 1 }
+            while start > 0 && characters[start - 1] != " " && characters[start - 1] != "/" { start -= 1 }
+            characters.removeSubrange(start..<cursor)
+            cursor = start
+        case .clearField:
+            characters = []
+            cursor = 0
+        default: return false
         }
         return true
     }
 
-    /// Draws the field in `width` cells (its end shows when it is longer) and, when
-    /// `focused`, puts the cursor after the text.
+    /// Draws the field in `width` cells and, when `focused`, places the cursor. A text longer
+    /// than the field scrolls so that the cursor stays in view.
     func draw(_ canvas: Canvas, row: Int, column: Int, width: Int, focused: Bool) {
         guard width > 2 else { return }
-        let shown = DisplayWidth.truncatedHead(TerminalText.visible(value), to: width - 1)
-        canvas.terminal.draw(DisplayWidth.padded(shown, to: width), row: row, column: column, style: focused ? .selection : Style(.dim))
-        if focused { canvas.terminal.placeCursor(row: row, column: column + DisplayWidth.of(shown)) }
+        let before = TerminalText.visible(String(characters[..<cursor]))
+        let after = TerminalText.visible(String(characters[cursor...]))
+        // The end of what is before the cursor, and as much after it as still fits.
+        let head = DisplayWidth.truncatedHead(before, to: width - 1)
+        let tail = DisplayWidth.prefix(after, fitting: width - 1 - DisplayWidth.of(head))
+        canvas.terminal.draw(DisplayWidth.padded(head + tail, to: width), row: row, column: column, style: focused ? .selection : Style(.dim))
+        if focused { canvas.terminal.placeCursor(row: row, column: column + DisplayWidth.of(head)) }
     }
 }
 
@@ -65,7 +103,8 @@ struct ConfirmDialog {
 
 /// A question answered with a line of text, in a box.
 struct InputDialog {
-    enum Outcome { case editing, submitted(String), cancelled }
+    /// `notAnEdit`: the key is not the dialog's (F1, F10): the loop's global keys may take it.
+    enum Outcome { case editing, submitted(String), cancelled, notAnEdit }
 
     var title: String
     var label: String
@@ -75,9 +114,7 @@ struct InputDialog {
         switch key {
         case .enter: return .submitted(field.value)
         case .escape: return .cancelled
-        default:
-            _ = field.handle(key)
-            return .editing
+        default: return field.handle(key) ? .editing : .notAnEdit
         }
     }
 

@@ -1,0 +1,111 @@
+// The keys as users of htop, tig, lazygit and mc expect them, in the real binary in tmux: a
+// text field edits at its cursor (←/→/Home/End, Ctrl-A/E/W), `?` and `q` are typed there and
+// F1 opens help; `~` is the home folder; an Alt chord or an unknown escape sequence never acts
+// as Esc; at 40x12 the footer keeps help and quit; with TERM=dumb the commands run scripted.
+
+import BackupTestSupport
+import Foundation
+import XCTest
+
+final class TUIKeysTests: XCTestCase {
+    private typealias Home = TUIEndToEndTests.Home
+
+    private func tmux(_ home: Home, width: Int = 100, height: Int = 30, _ arguments: [String] = [], extra: [String: String] = [:]) throws -> Tmux {
+        let tmux = try Tmux(width: width, height: height, arguments: arguments,
+                            environment: home.environment.merging(extra) { _, new in new }, directory: home.dir.path)
+        addTeardownBlock { tmux.kill() }
+        return tmux
+    }
+
+    func testTheFirstRunFormEditsAtTheCursorTypesQuestionMarksAndTakesTildeAsHome() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.dir.makeFolder("home/Documents")
+        try home.dir.write("home/Documents/letter.txt", Data("dear".utf8))
+        let tmux = try tmux(home)
+        try tmux.wait(for: "set up your first backup")
+        // "~/Dcuments", fixed at the cursor: ← eight times, → once, then the missing "o".
+        try tmux.type("~/Dcuments")
+        for _ in 0..<8 { try tmux.press("Left") }
+        try tmux.press("Right")
+        try tmux.type("o")
+        // A word typed after End and taken back with Ctrl-W; "?" and "q" are typed, not acted on.
+        try tmux.press("End")
+        try tmux.type("/extra?q")
+        var screen = try tmux.wait(for: "~/Documents/extra?q")
+        XCTAssertTrue(screen.contains("F1 help"), screen)
+        XCTAssertFalse(screen.contains("Help"), "? opened help from a text field")
+        try tmux.press("C-w")
+        try tmux.wait(for: "Ctrl-W to take back one path component") { screen in
+            screen.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == "Source    ~/Documents/" }
+        }
+        try tmux.press("BSpace")
+        // Home then Ctrl-E: the cursor is at the end again; Delete there removes nothing.
+        try tmux.press("Home", "C-e", "DC")
+        try tmux.press("F1")
+        screen = try tmux.wait(for: "Text fields")
+        XCTAssertTrue(screen.contains("delete the word or path component before the cursor"), screen)
+        try tmux.press("Escape")
+        try tmux.wait(for: "set up your first backup")
+        try tmux.press("Tab")
+        try tmux.type(home.remote)
+        try tmux.press("Tab", "Tab", "Space")
+        try tmux.wait(for: "[x] Allow the first upload")
+        try tmux.press("Enter")
+        try tmux.wait(for: "Completed: 1 file uploaded")
+        let config = try String(contentsOfFile: home.dir.path("config/backup/config"), encoding: .utf8)
+        XCTAssertTrue(config.contains("source = \(home.dir.path("home/Documents"))\n"), "~ is $HOME: \(config)")
+        XCTAssertEqual(FileManager.default.contents(atPath: home.remote + "/letter.txt"), Data("dear".utf8))
+        try tmux.press("F10")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
+    func testAnAltChordOrAnUnknownEscapeSequenceNeverActsAsEsc() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let tmux = try tmux(home)
+        try tmux.wait(for: "synced ")
+        try tmux.press("Enter")
+        try tmux.wait(for: "papers (required): papers/")
+        try tmux.press("M-b", "M-[")
+        // An escape sequence no terminal description has: Esc [ 9 9 ~.
+        try tmux.run(["send-keys", "-t", "backup", "-H", "1b", "5b", "39", "39", "7e"])
+        try tmux.press("M-x")
+        usleep(300_000)
+        let still = try tmux.screen()
+        XCTAssertTrue(still.contains("papers (required): papers/"), "an Alt chord went back:\n\(still)")
+        XCTAssertFalse(still.contains("~") && still.contains("99"), "the sequence's tail was typed or shown:\n\(still)")
+        // A plain Esc still goes back.
+        try tmux.press("Escape")
+        try tmux.wait(for: "▸ default")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
+    func testAtFortyByTwelveTheFooterKeepsHelpAndQuit() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let tmux = try tmux(home, width: 40, height: 12)
+        let screen = try tmux.wait(for: "▸ default")
+        let footer = screen.split(separator: "\n", omittingEmptySubsequences: false).last { !$0.isEmpty } ?? ""
+        XCTAssertTrue(footer.hasSuffix("? help  q quit"), "footer at 40x12: \(footer)")
+        for line in screen.split(separator: "\n") { XCTAssertLessThanOrEqual(line.count, 40, String(line)) }
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
+    func testWithTERMDumbTheCommandsRunScripted() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.write("a.txt", "alpha")
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
+        // A real terminal, but one that cannot draw a screen: the sync runs as in a script.
+        let tmux = try tmux(home, ["sync", "--yes"], extra: ["TERM": "dumb"])
+        let screen = try tmux.wait(for: "[backup exited 0]")
+        XCTAssertTrue(screen.contains("synced \"default\": 1 file(s) uploaded"), screen)
+        XCTAssertFalse(screen.contains("Esc back"), "a screen was drawn:\n\(screen)")
+        XCTAssertEqual(FileManager.default.contents(atPath: home.remote + "/a.txt"), Data("alpha".utf8))
+    }
+}
