@@ -107,7 +107,7 @@ enum KeyMaps {
         Binding([ch("s")], .syncAgain, "run the sync again", hint: "sync again"),
         Binding([ch("y")], .allowConsent, "allow the first write to this remote, and sync", hint: "allow"),
         Binding([ch("a")], .allowShrink, "sync anyway (allow shrink): deletes what the guard stopped, after you confirm", hint: "sync anyway"),
-        Binding([ch("h")], .openHold, "open the write hold, to clear it", hint: "hold"),
+        Binding([ch("h")], .openHold, "open the write hold: set one while the sync runs to stop it before its next write (what it wrote is recorded), or clear one that stopped it", hint: "hold"),
         Binding([ch("r")], .restoreFirst, "restore the backup into the empty source first", hint: "restore"),
     ])
 

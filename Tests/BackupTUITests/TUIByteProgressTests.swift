@@ -96,4 +96,27 @@ final class TUIByteProgressTests: XCTestCase {
         try sync.press("q")
         XCTAssertEqual(try sync.exitStatus(), 0)
     }
+
+    func testAHoldSetFromTheSyncScreenWhileItRunsStopsItBeforeTheMarker() throws {
+        let (home, environment) = try throttledHome(mebibytes: 12)
+        let sync = try Tmux(width: 100, height: 30, arguments: ["sync", "--yes"], environment: environment, directory: home.dir.path)
+        addTeardownBlock { sync.kill() }
+        let running = try sync.wait(for: "Uploading: 0 of 1 file")
+        XCTAssertTrue(running.contains("h hold"), running)
+        try sync.press("h")
+        try sync.wait(for: "No write hold is set")
+        try sync.press("s")
+        try sync.wait(for: "Why?")
+        try sync.type("moving the disk")
+        try sync.press("Enter")
+        try sync.wait(for: "moving the disk")
+        try sync.press("Escape")
+        let stopped = try sync.wait(for: "Stopped by the write hold", timeout: 60)
+        let words = stopped.replacingOccurrences(of: "\n ", with: " ")
+        XCTAssertTrue(words.contains("Stopped by the write hold (moving the disk) after 1 file uploaded (12.0 MiB)"), stopped)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home.dir.path("webdav-root/backup/" + SyncEngine.defaultMarkerPath)),
+                       "the marker was written after the hold")
+        try sync.press("q")
+        XCTAssertEqual(try sync.exitStatus(), 3)
+    }
 }

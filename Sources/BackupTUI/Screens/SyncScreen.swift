@@ -40,7 +40,8 @@ final class SyncScreen: Screen {
 
     /// The keys that act on how the run ended.
     private var offered: [Action] {
-        guard state.result != nil else { return [] }
+        // While it runs, a hold can be set: the sync stops before its next write.
+        guard state.result != nil else { return [.openHold] }
         switch unavailable {
         case .needsConsent: return [.allowConsent]
         case .shrinkSuspected: return [.allowShrink]
@@ -52,7 +53,7 @@ final class SyncScreen: Screen {
 
     var hints: [Action] {
         if confirm != nil { return [] }
-        return state.result == nil ? [.back, .help, .quit] : offered + [.back, .help, .quit]
+        return offered + [.back, .help, .quit]
     }
 
     func update() -> Bool {
