@@ -7,7 +7,7 @@ import BackupTerminal
 /// Something a key asks for.
 enum Action: String, Sendable, CaseIterable {
     case help, quit, back, redraw
-    case up, down
+    case up, down, pageUp, pageDown, first, last, search
     case sync, restore, resume, hold, newProfile, refresh, showProfile
     case syncAgain, allowConsent, allowShrink, openHold, restoreFirst
     case place, reject, placeAll, viewList
@@ -66,9 +66,21 @@ enum KeyMaps {
         Binding([.control("l")], .redraw, "paint the whole screen again (after another program wrote over it)"),
     ])
 
+    /// PgUp, PgDn, Home and End in a list of `what`.
+    static func paging(_ what: String) -> [Binding] {
+        [
+            Binding([.pageUp], .pageUp, "a page of \(what) up"),
+            Binding([.pageDown], .pageDown, "a page of \(what) down"),
+            Binding([.home], .first, "to the first of the \(what)"),
+            Binding([.end], .last, "to the last of the \(what)"),
+        ]
+    }
+
     static let home = KeyMap(name: "Profiles", bindings: [
         Binding([.up, ch("k")], .up, "select the previous profile"),
         Binding([.down, ch("j")], .down, "select the next profile"),
+    ] + paging("profiles") + [
+        Binding([ch("/")], .search, "find a profile by its name, source or remote (again: the next one)", hint: "find"),
         Binding([.enter], .showProfile, "show the selected profile in full (writes nothing)", hint: "show"),
         Binding([ch("s")], .sync, "back up the selected profile now", hint: "sync"),
         Binding([ch("r")], .restore, "restore the selected profile's backup, group by group", hint: "restore"),
@@ -82,7 +94,7 @@ enum KeyMaps {
         Binding([ch("s")], .sync, "back up this profile now", hint: "sync"),
         Binding([.up, ch("k")], .up, "scroll up"),
         Binding([.down, ch("j")], .down, "scroll down"),
-    ])
+    ] + paging("lines"))
 
     static let firstRun = KeyMap(name: "New profile", bindings: [
         Binding([.tab, .down], .nextField, "next field"),
@@ -114,6 +126,7 @@ enum KeyMaps {
     static let restore = KeyMap(name: "Restore", bindings: [
         Binding([.up, ch("k")], .up, "scroll the groups up"),
         Binding([.down, ch("j")], .down, "scroll the groups down"),
+    ] + paging("groups") + [
         Binding([ch("c")], .resume, "continue what is still pending (resume)", hint: "resume"),
     ])
 
@@ -137,7 +150,7 @@ enum KeyMaps {
         Binding([ch("t")], .retryFailed, "continue, and try again files that failed three times", hint: "retry failed"),
         Binding([.up, ch("k")], .up, "scroll the groups up"),
         Binding([.down, ch("j")], .down, "scroll the groups down"),
-    ])
+    ] + paging("groups"))
 
     static let hold = KeyMap(name: "Write hold", bindings: [
         Binding([ch("s")], .setHold, "set the hold, with a reason: no sync writes until it is cleared", hint: "set"),
@@ -152,6 +165,7 @@ enum KeyMaps {
     static let help = KeyMap(name: "Help", bindings: [
         Binding([.up, ch("k")], .up, "scroll up"),
         Binding([.down, ch("j")], .down, "scroll down"),
+    ] + paging("lines") + [
         Binding([.escape, ch("q"), ch("?")], .back, "close help", hint: "close"),
     ])
 

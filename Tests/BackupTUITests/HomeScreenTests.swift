@@ -53,6 +53,36 @@ final class HomeScreenTests: XCTestCase {
             """)
     }
 
+    func testPageKeysEndsAndSlashMoveThroughALongList() throws {
+        let f = try fixture()
+        let rows = (0..<40).map { index in
+            ProfileOverview(profile: Profile(name: String(format: "p%02d", index), source: "/data/\(index)", remote: index == 27 ? "s3://vault/tax" : "/mnt/b/\(index)"))
+        }
+        let home = HomeScreen(context: f.context, load: { _ in rows })
+        let (loop, buffer) = f.loop([home])
+        func selected() -> String { buffer.lines.first { $0.hasPrefix(" ▸ ") }.map { String($0.dropFirst(3).prefix(3)) } ?? "" }
+        f.press([.end], loop, buffer)
+        XCTAssertEqual(selected(), "p39")
+        f.press([.pageUp], loop, buffer)
+        let page = buffer.lines.filter { $0.hasPrefix("   p") || $0.hasPrefix(" ▸ p") }.count
+        XCTAssertGreaterThan(page, 1)
+        XCTAssertEqual(selected(), String(format: "p%02d", 39 - page), "a page up is the rows the list shows")
+        f.press([.home], loop, buffer)
+        XCTAssertEqual(selected(), "p00")
+        f.press([.pageDown], loop, buffer)
+        XCTAssertEqual(selected(), String(format: "p%02d", page))
+        // "/" finds by the remote too, and the same text again finds the next one.
+        f.press([.character("/")] + TUIFixture.type("VAULT") + [.enter], loop, buffer)
+        XCTAssertEqual(selected(), "p27")
+        f.press([.character("/"), .control("u")] + TUIFixture.type("p3") + [.enter], loop, buffer)
+        XCTAssertEqual(selected(), "p30")
+        f.press([.character("/"), .enter], loop, buffer)
+        XCTAssertEqual(selected(), "p31")
+        f.press([.character("/"), .control("u")] + TUIFixture.type("nowhere") + [.enter], loop, buffer)
+        XCTAssertEqual(selected(), "p31")
+        XCTAssertTrue(buffer.text.contains("No profile's name, source or remote contains \"nowhere\""), buffer.text)
+    }
+
     func testSelectingTheNextProfileShowsItsHoldAndUnfinishedRestore() throws {
         let f = try fixture()
         let rows = overviews()

@@ -57,7 +57,7 @@ final class SyncScreenTests: XCTestCase {
 
 
 
-             Esc back  ? help  q quit
+             h hold  Esc back  ? help  q quit
             """)
     }
 

@@ -108,4 +108,41 @@ final class TUIKeysTests: XCTestCase {
         XCTAssertFalse(screen.contains("Esc back"), "a screen was drawn:\n\(screen)")
         XCTAssertEqual(FileManager.default.contents(atPath: home.remote + "/a.txt"), Data("alpha".utf8))
     }
+
+    func testListsPageAndEndAndSlashFindsAProfile() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        for name in ["alpha", "bravo", "charlie", "delta"] {
+            let source = try home.dir.makeFolder("sources/\(name)")
+            let remote = try home.dir.makeFolder("remotes/\(name == "charlie" ? "nas-vault" : name)")
+            XCTAssertEqual(try home.scripted(["init", "--profile", name, "--source", source, "--remote", remote]), 0)
+        }
+        let tmux = try tmux(home, width: 60, height: 16)
+        try tmux.wait(for: "▸ alpha")
+        try tmux.press("End")
+        try tmux.wait(for: "▸ delta")
+        try tmux.press("Home")
+        try tmux.wait(for: "▸ alpha")
+        try tmux.press("/")
+        try tmux.wait(for: "Find a profile")
+        try tmux.type("VAULT")
+        try tmux.press("Enter")
+        try tmux.wait(for: "▸ charlie")
+        // Help is longer than the screen: End shows its last table, Home its first, PgDn pages.
+        try tmux.press("?")
+        try tmux.wait(for: "Profiles")
+        try tmux.press("End")
+        let end = try tmux.wait(for: "Everywhere")
+        XCTAssertFalse(end.contains("select the previous profile"), end)
+        try tmux.press("Home")
+        try tmux.wait(for: "select the previous profile")
+        try tmux.press("PageDown")
+        let paged = try tmux.screen()
+        XCTAssertFalse(paged.contains("select the previous profile"), paged)
+        // (Esc and q in one write would read as Alt-q, which does nothing.)
+        try tmux.press("Escape")
+        try tmux.wait(for: "▸ charlie")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

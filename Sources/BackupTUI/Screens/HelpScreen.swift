@@ -7,10 +7,13 @@ final class HelpScreen: Screen {
     /// The tables shown, in order.
     let sections: [KeyMap]
     private var scroll = 0
+    /// The rows and lines of the last frame, for paging and the end.
+    private var room = 10
+    private var lineCount = 0
 
     init(for screen: any Screen) {
         var sections = [screen.keys]
-        if screen is FirstRunScreen { sections.append(KeyMaps.textField) }
+        if screen is FirstRunScreen || screen.typing { sections.append(KeyMaps.textField) }
         sections.append(KeyMaps.global)
         self.sections = sections
     }
@@ -38,18 +41,19 @@ final class HelpScreen: Screen {
     }
 
     func handle(_ key: Key) -> Response {
-        switch keys.action(for: key) {
-        case .up: scroll = max(scroll - 1, 0)
-        case .down: scroll += 1
+        let action = keys.action(for: key)
+        if ListMove.apply(action, to: &scroll, count: max(lineCount - room + 1, 1), page: room) { return .handled }
+        switch action {
         case .back: return .pop
         default: return .ignored
         }
-        return .handled
     }
 
     func draw(_ canvas: Canvas) {
         let all = lines(width: canvas.columns - 2)
         let room = canvas.body.count
+        self.room = room
+        lineCount = all.count
         scroll = min(scroll, max(all.count - room, 0))
         for (offset, line) in all.dropFirst(scroll).prefix(room).enumerated() {
             canvas.text(line.0, row: canvas.body.lowerBound + offset, column: 1, style: line.1)

@@ -13,6 +13,11 @@ final class HomeScreen: Screen {
     private var problem: String?
     private var message: String?
     private var targetPrompt: InputDialog?
+    /// The "find a profile" question, and what was looked for last (asked again, it finds the next).
+    private var searchPrompt: InputDialog?
+    private var lastSearch = ""
+    /// How many profiles the list showed last: a page for PgUp and PgDn.
+    private var listRows = 10
     private let load: (BackupApp) throws(AppError) -> [ProfileOverview]
 
     /// - Parameter load: reads the profiles and their state (tests give fixed ones).
@@ -26,10 +31,10 @@ final class HomeScreen: Screen {
 
     var title: String { "profiles" }
     var keys: KeyMap { KeyMaps.home }
-    var typing: Bool { targetPrompt != nil }
+    var typing: Bool { targetPrompt != nil || searchPrompt != nil }
 
     var hints: [Action] {
-        if targetPrompt != nil { return [.help, .quit] }
+        if typing { return [.help, .quit] }
         return rows.isEmpty ? [.newProfile, .help, .quit] : [.sync, .restore, .resume, .hold, .newProfile, .help, .quit]
     }
 
@@ -50,6 +55,17 @@ final class HomeScreen: Screen {
     private var current: ProfileOverview? { rows.indices.contains(selected) ? rows[selected] : nil }
 
     func handle(_ key: Key) -> Response {
+        if var prompt = searchPrompt {
+            switch prompt.handle(key) {
+            case .editing: searchPrompt = prompt
+            case .notAnEdit: return .ignored
+            case .cancelled: searchPrompt = nil
+            case .submitted(let text):
+                searchPrompt = nil
+                find(text)
+            }
+            return .handled
+        }
         if var prompt = targetPrompt {
             switch prompt.handle(key) {
             case .editing:
@@ -70,8 +86,10 @@ final class HomeScreen: Screen {
         guard let action = keys.action(for: key) else { return .ignored }
         message = nil
         switch action {
-        case .up: selected = max(selected - 1, 0)
-        case .down: selected = min(selected + 1, max(rows.count - 1, 0))
+        case .up, .down, .pageUp, .pageDown, .first, .last:
+            _ = ListMove.apply(action, to: &selected, count: rows.count, page: listRows)
+        case .search:
+            searchPrompt = InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch))
         case .refresh: reload()
         case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
         case .sync, .restore, .resume, .hold, .showProfile:
@@ -97,10 +115,29 @@ final class HomeScreen: Screen {
         return .handled
     }
 
+    /// Selects the next profile after the selected one (around the end) whose name, source or
+    /// remote contains `text`, ignoring case; says so when none does.
+    private func find(_ text: String) {
+        guard !text.isEmpty, !rows.isEmpty else { return }
+        // The same text again goes on from the one found; a new one starts at the selection.
+        let start = text == lastSearch ? selected + 1 : selected
+        lastSearch = text
+        for step in 0..<rows.count {
+            let index = (start + step) % rows.count
+            let profile = rows[index].profile
+            if [profile.name, profile.source, profile.remote].contains(where: { $0.localizedCaseInsensitiveContains(text) }) {
+                selected = index
+                return
+            }
+        }
+        message = "No profile's name, source or remote contains \"\(text)\"."
+    }
+
     func draw(_ canvas: Canvas) {
         defer {
             if let message { canvas.text(message, row: canvas.body.upperBound, style: .warning) }
             targetPrompt?.draw(canvas)
+            searchPrompt?.draw(canvas)
         }
         var row = 2
         if let problem {
@@ -116,6 +153,7 @@ final class HomeScreen: Screen {
         }
         let nameWidth = min(max(rows.map { DisplayWidth.of($0.profile.name) }.max() ?? 0, 7), 20)
         let listRows = min(rows.count, max(canvas.body.upperBound - 10, 3))
+        self.listRows = listRows
         let first = min(max(selected - listRows + 1, 0), max(rows.count - listRows, 0))
         for (offset, overview) in rows.dropFirst(first).prefix(listRows).enumerated() {
             let index = first + offset

@@ -23,8 +23,7 @@ final class ProfileScreen: Screen {
     func handle(_ key: Key) -> Response {
         switch keys.action(for: key) {
         case .sync: return .replace(SyncScreen(context: context, profile: overview.profile, request: SyncRequest()))
-        case .up: scroll = max(scroll - 1, 0)
-        case .down: scroll = min(scroll + 1, max(lines.count - 1, 0))
+        case let move? where ListMove.apply(move, to: &scroll, count: lines.count, page: 10): break
         default: return .ignored
         }
         return .handled

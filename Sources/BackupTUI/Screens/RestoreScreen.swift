@@ -96,8 +96,7 @@ final class RestoreScreen: Screen {
             return .handled
         }
         switch KeyMaps.restore.action(for: key) {
-        case .up: scroll = max(scroll - 1, 0)
-        case .down: scroll = min(scroll + 1, max((state.plan?.groups.count ?? 1) - 1, 0))
+        case let move? where ListMove.apply(move, to: &scroll, count: state.plan?.groups.count ?? 1, page: 10): break
         case .resume where canResume:
             request.resume = true
             request.resetAttempts = false

@@ -53,8 +53,7 @@ final class ResumeScreen: Screen {
             var retry = request
             retry.resetAttempts = true
             return .replace(RestoreScreen(context: context, profile: profile, request: retry, placeAll: placeAll))
-        case .up: scroll = max(scroll - 1, 0)
-        case .down: scroll = min(scroll + 1, max((record?.plan.groups.count ?? 1) - 1, 0))
+        case let move? where ListMove.apply(move, to: &scroll, count: record?.plan.groups.count ?? 1, page: 10): break
         default: return .ignored
         }
         return .handled

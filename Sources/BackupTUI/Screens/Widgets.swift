@@ -178,3 +178,22 @@ enum GroupTable {
         }
     }
 }
+
+/// Moving through a list: one step, a page, or to either end.
+enum ListMove {
+    /// `index` moved by `action` in a list of `count` with `page` rows shown; false when the
+    /// action is no move.
+    static func apply(_ action: Action?, to index: inout Int, count: Int, page: Int) -> Bool {
+        let last = max(count - 1, 0)
+        switch action {
+        case .up?: index = max(index - 1, 0)
+        case .down?: index = min(index + 1, last)
+        case .pageUp?: index = max(index - max(page, 1), 0)
+        case .pageDown?: index = min(index + max(page, 1), last)
+        case .first?: index = 0
+        case .last?: index = last
+        default: return false
+        }
+        return true
+    }
+}
