@@ -25,10 +25,17 @@ public enum ExitStatus: Int32, Sendable, Equatable, CaseIterable {
 public struct AppError: Error, Sendable, Equatable, CustomStringConvertible {
     public let status: ExitStatus
     public let message: String
+    /// Another run holds the profile's lock: this one did nothing at all.
+    public let isBusyProfile: Bool
 
     public init(_ status: ExitStatus, _ message: String) {
+        self.init(status, message, busyProfile: false)
+    }
+
+    init(_ status: ExitStatus, _ message: String, busyProfile: Bool) {
         self.status = status
         self.message = message
+        isBusyProfile = busyProfile
     }
 
     public var description: String { message }

@@ -258,15 +258,17 @@ extension BackupApp {
         public var files: Int
         public var bytes: Int64
         public var hold: WriteHold
+        /// How the last sync that ran (from any front end, a scheduled one too) ended.
+        public var lastOutcome: LastOutcome?
     }
 
     public func stateSummary(_ profile: Profile) throws(AppError) -> StateSummary {
         do {
             let state = try openState(profile)
-            let entries = try state.entries()
+            let totals = try state.totals()
             return StateSummary(
-                lastSync: try state.lastSync(), files: entries.count, bytes: entries.values.reduce(0) { $0 + $1.size },
-                hold: try state.hold())
+                lastSync: try state.lastSync(), files: totals.files, bytes: totals.bytes, hold: try state.hold(),
+                lastOutcome: (try state.meta(Self.lastOutcomeKey)).flatMap(LastOutcome.init(stored:)))
         } catch {
             throw AppError.from(error)
         }

@@ -32,7 +32,7 @@ public final class ProfileLock: Sendable {
                 throw AppError(
                     .unavailable,
                     "another backup run\(holder.map { " (pid \($0))" } ?? "") is using profile \"\(profile)\"; "
-                        + "wait for it to finish, or stop it, then run again")
+                        + "wait for it to finish, or stop it, then run again", busyProfile: true)
             }
             usleep(50_000)
         }
@@ -48,6 +48,19 @@ public final class ProfileLock: Sendable {
         guard count > 0 else { return nil }
         let text = String(decoding: buffer.prefix(count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return Int32(text) == nil ? nil : text
+    }
+
+    /// Whether a run (of any process, this one too) holds the lock at `path` now. Looks only:
+    /// creates nothing and never waits.
+    public static func isHeld(path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return false
+        }
+        return errno == EWOULDBLOCK
     }
 
     /// Releases the lock (also done on deinit).

@@ -72,8 +72,20 @@ extension BackupApp {
     /// The writer a restore into the source took over: the next sync writes over its marker.
     static let adoptedWriterKey = "adoptedWriter"
 
-    /// Runs (or previews) one sync of `profile`.
+    /// Runs (or previews) one sync of `profile`. How a run ended (failed ones too) is kept in
+    /// its state as the profile's last outcome; a preview, or a run another one kept out, is not.
     public func sync(_ profile: Profile, _ request: SyncRequest, events: @escaping JobEvents = { _ in }) async throws(AppError) -> SyncSummary {
+        do {
+            let summary = try await runSync(profile, request, events: events)
+            if !request.dryRun { recordOutcome(profile, LastOutcome(summary, remote: profile.remote)) }
+            return summary
+        } catch let error where !request.dryRun && !error.isBusyProfile {
+            recordOutcome(profile, LastOutcome(error))
+            throw error
+        }
+    }
+
+    private func runSync(_ profile: Profile, _ request: SyncRequest, events: @escaping JobEvents) async throws(AppError) -> SyncSummary {
         let lock = request.dryRun ? nil : try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name)
         defer { lock?.release() }
         let remote = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)

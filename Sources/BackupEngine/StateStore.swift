@@ -217,6 +217,15 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// How many files the state records and their bytes, counted by SQLite (no entry is read).
+    public func totals() throws -> (files: Int, bytes: Int64) {
+        try withDB { db in
+            var totals = (files: 0, bytes: Int64(0))
+            try db.run("SELECT count(*), coalesce(sum(size), 0) FROM entries") { row in totals = (Int(row.int(0)), row.int(1)) }
+            return totals
+        }
+    }
+
     /// Every entry, sorted by the path's bytes (SQLite's BINARY collation).
     public func sortedEntries() throws -> [StateEntry] {
         var result: [StateEntry] = []

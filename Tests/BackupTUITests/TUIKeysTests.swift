@@ -145,4 +145,33 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testTheProfileListShowsAFailedScheduledRunAndARunningOneOnItsOwn() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let tmux = try tmux(home)
+        try tmux.wait(for: "Last run   completed ")
+        // A scheduled run fails meanwhile (its source is not there): the list shows it unasked.
+        try FileManager.default.moveItem(atPath: home.source, toPath: home.dir.path("source-away"))
+        XCTAssertEqual(try home.scripted(["sync"]), 1)
+        let failed = try tmux.wait(for: "last attempt failed")
+        XCTAssertTrue(failed.contains("Last run   last attempt failed "), failed)
+        XCTAssertTrue(failed.contains(": the source folder "), failed)
+        // Another process runs a sync of it (holds its lock): the list says so, and then not.
+        let lock = home.dir.path("state/backup/profiles/default/lock")
+        let lockPath = FileManager.default.fileExists(atPath: lock) ? lock : try XCTUnwrap(
+            FileManager.default.enumerator(atPath: home.dir.path("state"))?.compactMap { $0 as? String }.first { $0.hasSuffix("/lock") }
+                .map { home.dir.path("state/" + $0) })
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = [lockPath, "sleep", "4"]
+        try holder.run()
+        try tmux.wait(for: "running now")
+        holder.waitUntilExit()
+        let after = try tmux.wait(for: "the list to read the lock again") { !$0.contains("running now") }
+        XCTAssertTrue(after.contains("last attempt failed"), after)
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

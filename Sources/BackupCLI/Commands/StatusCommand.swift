@@ -7,13 +7,26 @@ import Foundation
 enum StatusCommand {
     static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile, output: Output) async throws(AppError) -> ExitStatus {
         let state = try app.stateSummary(profile)
-        let preview = try await app.sync(profile, SyncRequest(dryRun: true))
+        // A source that cannot be scanned (an unmounted disk) still leaves the state to tell.
+        let preview: SyncSummary?
+        let scanFailure: AppError?
+        do {
+            preview = try await app.sync(profile, SyncRequest(dryRun: true))
+            scanFailure = nil
+        } catch where error.status != .usage && error.status != .interrupted {
+            preview = nil
+            scanFailure = error
+        }
         var result: [String: Any] = [
             "event": "status", "profile": profile.name, "source": profile.source, "remote": profile.remote,
-            "remote_files": state.files, "remote_bytes": state.bytes, "local_files": preview.files,
-            "local_symlinks": preview.symlinks, "local_folders": preview.folders,
+            "remote_files": state.files, "remote_bytes": state.bytes,
+            "local_files": preview?.files ?? NSNull(), "local_symlinks": preview?.symlinks ?? NSNull(),
+            "local_folders": preview?.folders ?? NSNull(),
         ]
         result["last_sync"] = state.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull()
+        result["last_outcome"] = state.lastOutcome.map { outcome -> [String: Any] in
+            ["status": outcome.kind.rawValue, "at": ISO8601DateFormatter().string(from: outcome.at), "message": outcome.words]
+        } ?? NSNull()
         switch state.hold {
         case .none: result["hold"] = NSNull()
         case .held(let reason): result["hold"] = reason
@@ -23,11 +36,19 @@ enum StatusCommand {
             "source    \(profile.source)",
             "remote    \(profile.remote)",
             "last sync \(state.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? "never")",
+            "last run  \(state.lastOutcome.map { $0.sentence(date: ISO8601DateFormatter().string(from:)) } ?? "none recorded")",
             "backed up \(state.files) files (\(Output.bytes(state.bytes)))",
             "hold      \(state.hold == .none ? "none" : "set")" + { if case .held(let reason) = state.hold { ": \(reason)" } else { "" } }(),
-            "local     \(preview.files) files (\(Output.bytes(preview.bytes))), \(preview.folders) folders, \(preview.symlinks) symbolic links",
         ]
-        switch preview.result {
+        if let preview {
+            lines.append("local     \(preview.files) files (\(Output.bytes(preview.bytes))), \(preview.folders) folders, \(preview.symlinks) symbolic links")
+        } else if let scanFailure {
+            result["would"] = "failed"
+            result["error"] = "local"
+            result["message"] = scanFailure.message
+            lines.append("local     cannot be read: \(scanFailure.message)")
+        }
+        switch preview?.result {
         case .previewed(.wouldRun(let plan)):
             result["would_upload"] = plan.uploads.count
             result["would_delete"] = plan.deletes.count
@@ -39,7 +60,7 @@ enum StatusCommand {
             result["would"] = "failed"
             result["error"] = Words.key(error.kind)
             lines.append("next sync cannot look at the remote: \(error.message)")
-        case .ran:
+        case .ran?, nil:
             break
         }
         if output.json {

@@ -7,12 +7,16 @@ import BackupEngine
 import Foundation
 
 /// One profile as the home screen lists it.
-struct ProfileOverview: Sendable {
+struct ProfileOverview: Sendable, Equatable {
     var profile: Profile
     var lastSync: Date?
     var files = 0
     var bytes: Int64 = 0
     var hold: WriteHold = .none
+    /// How its last sync ended, whoever ran it.
+    var lastOutcome: LastOutcome?
+    /// A run of this profile holds its lock now (this process's, or another's: a cron job).
+    var running = false
     /// The profile's restore record holds files not yet placed.
     var unfinishedRestore = false
     /// Why the state could not be read.
@@ -28,9 +32,11 @@ struct ProfileOverview: Sendable {
                 overview.files = state.files
                 overview.bytes = state.bytes
                 overview.hold = state.hold
+                overview.lastOutcome = state.lastOutcome
             } catch {
                 overview.problem = error.message
             }
+            overview.running = ProfileLock.isHeld(path: app.paths.lockFile(profile: profile.name))
             if let record = try? RecordSnapshot.read(app.paths.restoreRecord(profile: profile.name)) {
                 overview.unfinishedRestore = record.completedAt == nil && record.plan.filesPlaced < record.plan.filesTotal
             }

@@ -18,6 +18,10 @@ final class HomeScreen: Screen {
     private var lastSearch = ""
     /// How many profiles the list showed last: a page for PgUp and PgDn.
     private var listRows = 10
+    /// When the profiles were read last (clock seconds): the list reads them again on its own.
+    private var loadedAt = -Double.infinity
+    /// Seconds between two readings the list makes on its own.
+    static let refreshInterval = 2.0
     private let load: (BackupApp) throws(AppError) -> [ProfileOverview]
 
     /// - Parameter load: reads the profiles and their state (tests give fixed ones).
@@ -40,6 +44,7 @@ final class HomeScreen: Screen {
 
     /// Reads the profiles and their state again.
     func reload() {
+        loadedAt = context.clock()
         do {
             rows = try load(context.app)
             problem = nil
@@ -50,7 +55,6 @@ final class HomeScreen: Screen {
         selected = min(selected, max(rows.count - 1, 0))
     }
 
-    func reappear() { reload() }
 
     private var current: ProfileOverview? { rows.indices.contains(selected) ? rows[selected] : nil }
 
@@ -115,6 +119,17 @@ final class HomeScreen: Screen {
         return .handled
     }
 
+    /// Reads the profiles again every few seconds while nothing is being typed, so a sync of
+    /// another process (a cron job), a hold set elsewhere, or a run that ended shows by itself.
+    func update() -> Bool {
+        guard !typing, context.clock() - loadedAt >= Self.refreshInterval else { return false }
+        let before = (rows, problem)
+        reload()
+        return rows != before.0 || problem != before.1
+    }
+
+    func reappear() { reload() }
+
     /// Selects the next profile after the selected one (around the end) whose name, source or
     /// remote contains `text`, ignoring case; says so when none does.
     private func find(_ text: String) {
@@ -160,6 +175,11 @@ final class HomeScreen: Screen {
             let isSelected = index == selected
             var line = (isSelected ? " ▸ " : "   ") + DisplayWidth.padded(overview.profile.name, to: nameWidth) + "  "
             line += overview.lastSync.map { "synced " + Format.date($0, zone: context.timeZone) } ?? "never synced"
+            if overview.running {
+                line += " · running now"
+            } else if let outcome = overview.lastOutcome, outcome.kind != .completed {
+                line += outcome.kind == .unavailable ? " · not synced last time" : " · last attempt " + (outcome.kind == .failed ? "failed" : "stopped")
+            }
             if overview.hold.isHeld { line += " · held" }
             if overview.unfinishedRestore { line += " · restore unfinished" }
             if isSelected {
@@ -179,6 +199,10 @@ final class HomeScreen: Screen {
         field("Source", overview.profile.source, path: true)
         field("Remote", overview.profile.remote, path: true)
         field("Last sync", overview.lastSync.map { Format.date($0, zone: context.timeZone) } ?? "never")
+        if let outcome = overview.lastOutcome {
+            let zone = context.timeZone
+            field("Last run", outcome.sentence { Format.date($0, zone: zone) }, style: outcome.kind == .completed ? .normal : .warning)
+        }
         field("Backed up", "\(Format.files(overview.files)) (\(Format.bytes(overview.bytes)))")
         switch overview.hold {
         case .none: field("Hold", "none")
