@@ -7,7 +7,7 @@ import BackupTerminal
 /// Something a key asks for.
 enum Action: String, Sendable, CaseIterable {
     case help, quit, back, redraw
-    case up, down, pageUp, pageDown, first, last, search
+    case up, down, pageUp, pageDown, first, last, search, showNotes, dryRun
     case sync, restore, resume, hold, newProfile, refresh, showProfile
     case syncAgain, allowConsent, allowShrink, openHold, restoreFirst
     case place, reject, placeAll, viewList
@@ -83,6 +83,7 @@ enum KeyMaps {
         Binding([ch("/")], .search, "find a profile by its name, source or remote (again: the next one)", hint: "find"),
         Binding([.enter], .showProfile, "show the selected profile in full (writes nothing)", hint: "show"),
         Binding([ch("s")], .sync, "back up the selected profile now", hint: "sync"),
+        Binding([ch("d")], .dryRun, "what the next sync would upload and delete (a dry run: it writes nothing)", hint: "dry run"),
         Binding([ch("r")], .restore, "restore the selected profile's backup, group by group", hint: "restore"),
         Binding([ch("c")], .resume, "see and continue the profile's unfinished restore", hint: "resume"),
         Binding([ch("h")], .hold, "set or clear the write hold", hint: "hold"),
@@ -92,6 +93,7 @@ enum KeyMaps {
 
     static let profile = KeyMap(name: "Profile", bindings: [
         Binding([ch("s")], .sync, "back up this profile now", hint: "sync"),
+        Binding([ch("d")], .dryRun, "what the next sync would upload and delete (a dry run: it writes nothing)", hint: "dry run"),
         Binding([.up, ch("k")], .up, "scroll up"),
         Binding([.down, ch("j")], .down, "scroll down"),
     ] + paging("lines"))
@@ -119,6 +121,7 @@ enum KeyMaps {
         Binding([ch("s")], .syncAgain, "run the sync again", hint: "sync again"),
         Binding([ch("y")], .allowConsent, "allow the first write to this remote, and sync", hint: "allow"),
         Binding([ch("a")], .allowShrink, "sync anyway (allow shrink): deletes what the guard stopped, after you confirm", hint: "sync anyway"),
+        Binding([ch("v")], .showNotes, "view every note of the run in full (files skipped or unreadable, links, special files)", hint: "notes"),
         Binding([ch("h")], .openHold, "open the write hold: set one while the sync runs to stop it before its next write (what it wrote is recorded), or clear one that stopped it", hint: "hold"),
         Binding([ch("r")], .restoreFirst, "restore the backup into the empty source first", hint: "restore"),
     ])
@@ -128,6 +131,7 @@ enum KeyMaps {
         Binding([.down, ch("j")], .down, "scroll the groups down"),
     ] + paging("groups") + [
         Binding([ch("c")], .resume, "continue what is still pending (resume)", hint: "resume"),
+        Binding([ch("v")], .showNotes, "view every note of the restore in full (refused paths, failed files, conflicts)", hint: "notes"),
     ])
 
     static let placement = KeyMap(name: "Placement prompt", bindings: [
@@ -162,6 +166,17 @@ enum KeyMaps {
         Binding([ch("n"), .escape], .no, "no", hint: "no"),
     ])
 
+    static let dryRun = KeyMap(name: "Dry run", bindings: [
+        Binding([ch("s")], .sync, "run this sync now", hint: "sync"),
+        Binding([.up, ch("k")], .up, "scroll up"),
+        Binding([.down, ch("j")], .down, "scroll down"),
+    ] + paging("files"))
+
+    static let notes = KeyMap(name: "Notes", bindings: [
+        Binding([.up, ch("k")], .up, "scroll up"),
+        Binding([.down, ch("j")], .down, "scroll down"),
+    ] + paging("lines"))
+
     static let help = KeyMap(name: "Help", bindings: [
         Binding([.up, ch("k")], .up, "scroll up"),
         Binding([.down, ch("j")], .down, "scroll down"),
@@ -170,5 +185,5 @@ enum KeyMaps {
     ])
 
     /// Every table, in the order help lists them.
-    static let all: [KeyMap] = [global, home, profile, firstRun, textField, sync, restore, placement, overwrite, resume, hold, confirm, help]
+    static let all: [KeyMap] = [global, home, profile, firstRun, textField, sync, restore, placement, overwrite, resume, hold, dryRun, notes, confirm, help]
 }

@@ -49,7 +49,7 @@ final class HomeScreenTests: XCTestCase {
 
 
 
-             s sync  r restore  c resume  h hold  n new  ? help  q quit
+             s sync  d dry run  r restore  c resume  ? help  q quit
             """)
     }
 

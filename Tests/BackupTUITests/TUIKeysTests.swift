@@ -174,4 +174,52 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testEveryNoteOfASyncIsBehindAKeyInFull() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.write("a.txt", "alpha")
+        // Special files are skipped with a note each; one name is longer than a row.
+        let long = "pipe-" + String(repeating: "long-name-", count: 14) + "END"
+        for name in (1...11).map({ "fifo-\($0)" }) + [long] {
+            XCTAssertEqual(mkfifo(home.source + "/" + name, 0o600), 0)
+        }
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
+        let tmux = try tmux(home, ["sync", "--yes"])
+        let done = try tmux.wait(for: "Completed: 1 file uploaded")
+        XCTAssertTrue(done.contains("Notes    12 (v shows them all)"), done)
+        XCTAssertTrue(done.contains("v notes"), done)
+        try tmux.press("v")
+        let notes = try tmux.wait(for: "12 notes:")
+        for index in 1...11 { XCTAssertTrue(notes.contains("skipped fifo-\(index): it is a FIFO"), notes) }
+        XCTAssertTrue(notes.contains("END"), "the long note is there in full:\n\(notes)")
+        try tmux.press("Escape")
+        try tmux.wait(for: "Completed: 1 file uploaded")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
+    func testADryRunListsWhatTheNextSyncWouldUploadAndDeleteAndWritesNothing() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        try home.write("new-notes.txt", "not backed up yet")
+        try FileManager.default.removeItem(atPath: home.source + "/todo.txt")
+        let before = home.tree(home.remote)
+        let tmux = try tmux(home)
+        let list = try tmux.wait(for: "▸ default")
+        XCTAssertTrue(list.contains("d dry run"), list)
+        try tmux.press("d")
+        let plan = try tmux.wait(for: "The next sync would upload 1 file")
+        XCTAssertTrue(plan.contains("+ new-notes.txt"), plan)
+        XCTAssertTrue(plan.contains("− todo.txt"), plan)
+        XCTAssertTrue(plan.replacingOccurrences(of: "\n ", with: " ").contains("and delete 1 file from the remote"), plan)
+        XCTAssertEqual(home.tree(home.remote), before, "the dry run wrote to the remote")
+        // s runs the sync it showed.
+        try tmux.press("s")
+        try tmux.wait(for: "Completed: 1 file uploaded")
+        XCTAssertNil(home.tree(home.remote)["todo.txt"])
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

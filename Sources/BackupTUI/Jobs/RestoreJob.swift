@@ -131,7 +131,6 @@ final class RestoreJob: Job {
             case .scanning, .scanned, .syncProgress, .syncStage:
                 break
             }
-            if state.notes.count > 5 { state.notes.removeFirst(state.notes.count - 5) }
         }
     }
 

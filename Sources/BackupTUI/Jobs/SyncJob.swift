@@ -23,7 +23,7 @@ struct SyncJobState: Sendable {
     var transfer = TransferState()
     /// The file named last, kept after it landed (the last one a one-line display showed).
     var current: String?
-    /// The last few scan notes (unreadable files, skipped ones), and how many there were.
+    /// Every note (unreadable files, skipped ones, the listing's), oldest first, and how many.
     var notes: [String] = []
     var noteCount = 0
     var result: Result<SyncSummary, AppError>?
@@ -89,7 +89,6 @@ final class SyncJob: Job {
             case .note(let path, let message):
                 state.noteCount += 1
                 state.notes.append(message.isEmpty ? path : message)
-                if state.notes.count > 5 { state.notes.removeFirst() }
             case .syncProgress(let done, let total, let transfer):
                 (state.done, state.total) = (done, total)
                 state.transfer.update(transfer, at: now)

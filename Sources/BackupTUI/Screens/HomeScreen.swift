@@ -39,7 +39,7 @@ final class HomeScreen: Screen {
 
     var hints: [Action] {
         if typing { return [.help, .quit] }
-        return rows.isEmpty ? [.newProfile, .help, .quit] : [.sync, .restore, .resume, .hold, .newProfile, .help, .quit]
+        return rows.isEmpty ? [.newProfile, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .help, .quit]
     }
 
     /// Reads the profiles and their state again.
@@ -96,7 +96,7 @@ final class HomeScreen: Screen {
             searchPrompt = InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch))
         case .refresh: reload()
         case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
-        case .sync, .restore, .resume, .hold, .showProfile:
+        case .sync, .restore, .resume, .hold, .showProfile, .dryRun:
             guard let overview = current else {
                 message = "There is no profile yet: press n to set one up."
                 return .handled
@@ -104,6 +104,7 @@ final class HomeScreen: Screen {
             let profile = overview.profile
             switch action {
             case .sync: return .push(SyncScreen(context: context, profile: profile, request: SyncRequest()))
+            case .dryRun: return .push(DryRunScreen(context: context, profile: profile))
             case .showProfile: return .push(ProfileScreen(context: context, overview: overview))
             case .restore:
                 targetPrompt = InputDialog(

@@ -18,11 +18,12 @@ final class ProfileScreen: Screen {
 
     var title: String { "profile \"\(overview.profile.name)\"" }
     var keys: KeyMap { KeyMaps.profile }
-    var hints: [Action] { [.sync, .back, .help, .quit] }
+    var hints: [Action] { [.sync, .dryRun, .back, .help, .quit] }
 
     func handle(_ key: Key) -> Response {
         switch keys.action(for: key) {
         case .sync: return .replace(SyncScreen(context: context, profile: overview.profile, request: SyncRequest()))
+        case .dryRun: return .push(DryRunScreen(context: context, profile: overview.profile))
         case let move? where ListMove.apply(move, to: &scroll, count: lines.count, page: 10): break
         default: return .ignored
         }

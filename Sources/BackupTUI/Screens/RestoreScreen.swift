@@ -54,8 +54,9 @@ final class RestoreScreen: Screen {
 
     var hints: [Action] {
         if prompt != nil { return [.help, .quit] }
-        if state.result == nil { return [.back, .help, .quit] }
-        return (canResume ? [.resume] : []) + [.back, .help, .quit]
+        let notes: [Action] = state.notes.isEmpty ? [] : [.showNotes]
+        if state.result == nil { return notes + [.back, .help, .quit] }
+        return (canResume ? [.resume] : []) + notes + [.back, .help, .quit]
     }
 
     func update() -> Bool {
@@ -97,6 +98,8 @@ final class RestoreScreen: Screen {
         }
         switch KeyMaps.restore.action(for: key) {
         case let move? where ListMove.apply(move, to: &scroll, count: state.plan?.groups.count ?? 1, page: 10): break
+        case .showNotes where !state.notes.isEmpty:
+            return .push(NotesScreen(what: "restore") { [weak self] in self?.state.notes ?? [] })
         case .resume where canResume:
             request.resume = true
             request.resetAttempts = false
@@ -162,7 +165,9 @@ final class RestoreScreen: Screen {
             canvas.text("Moving", row: row, column: 1, width: label, style: .accent)
             row += TransferPanel.drawMoving(state.transfer.reading.moving, canvas: canvas, row: row, label: label, maxRows: room)
         }
-        if let note = state.notes.last { field("Note", note, style: .warning) }
+        if let note = state.notes.last {
+            field("Notes", "\(state.notes.count) (v shows them all), the last: \(note)", style: .warning)
+        }
         row += 1
         guard let result = state.result, row < canvas.body.upperBound else { return }
         let (words, style) = outcome(result)

@@ -40,8 +40,14 @@ final class SyncScreen: Screen {
 
     /// The keys that act on how the run ended.
     private var offered: [Action] {
+        let notes: [Action] = state.noteCount > 0 ? [.showNotes] : []
         // While it runs, a hold can be set: the sync stops before its next write.
-        guard state.result != nil else { return [.openHold] }
+        guard state.result != nil else { return notes + [.openHold] }
+        return notes + outcomeActions
+    }
+
+    /// The keys that act on how the run ended.
+    private var outcomeActions: [Action] {
         switch unavailable {
         case .needsConsent: return [.allowConsent]
         case .shrinkSuspected: return [.allowShrink]
@@ -107,6 +113,7 @@ final class SyncScreen: Screen {
                 ])
             }
         case .openHold: return .push(HoldScreen(context: context, profile: profile))
+        case .showNotes: return .push(NotesScreen(what: "sync") { [weak self] in self?.state.notes ?? [] })
         case .restoreFirst:
             return .replace(RestoreScreen(context: context, profile: profile, request: RestoreRequest()))
         default: return .ignored
@@ -159,7 +166,7 @@ final class SyncScreen: Screen {
             field("Scanned", "\(Format.files(scanned.files)) (\(Format.bytes(scanned.bytes))), \(Format.count(scanned.hashed)) read")
         }
         if state.noteCount > 0, let last = state.notes.last {
-            field("Notes", "\(state.noteCount): \(last)", style: .warning)
+            field("Notes", "\(state.noteCount) (v shows them all), the last: \(last)", style: .warning)
         }
         if roomy { row += 1 }
         guard let result = state.result, row < canvas.body.upperBound else { return }
