@@ -47,8 +47,9 @@ public struct BackupApp: Sendable {
 
     // MARK: init
 
-    /// Writes a profile (the TUI's first-run screen): `initProfile(_:replace:creatingRemote:)`
-    /// without contacting a server, so only a folder remote's last folder is created.
+    /// Writes a profile as given: `initProfile(_:replace:creatingRemote:)` without looking at
+    /// the remote at all (no groups taken from a marker there), so only a folder remote's last
+    /// folder is created. For tests and tools that set every field themselves.
     public func initProfile(_ profile: Profile, replace: Bool) throws(AppError) -> Profile {
         let (checked, config) = try checkedProfile(profile, replace: replace)
         _ = try Self.createFolderRemote(checked.remote)
@@ -64,9 +65,27 @@ public struct BackupApp: Sendable {
     /// prefix needs no folder. A sync never creates the remote folder. Returns the profile and
     /// the lines to show: where a folder was created (for a folder remote, the mount point of
     /// the filesystem it is on, so an unmounted disk shows), or why it could not be.
+    ///
+    /// A profile given no groups, for a remote that already holds a backup, takes that backup's
+    /// groups from its marker: its first sync would otherwise write a marker without them,
+    /// and a restore would no longer know which files are required.
     public func initProfile(_ profile: Profile, replace: Bool, creatingRemote: Bool) async throws(AppError) -> (profile: Profile, notes: [String]) {
-        let (checked, config) = try checkedProfile(profile, replace: replace)
+        var (checked, config) = try checkedProfile(profile, replace: replace)
         var notes: [String] = []
+        if checked.groups.isEmpty, let adopted = await markerGroups(checked) {
+            switch adopted {
+            case .success(let groups) where !groups.isEmpty:
+                checked.groups = groups
+                notes.append("took the groups of the backup on \(checked.remote) from its marker: "
+                    + groups.map { $0.name + ($0.required ? " (required)" : "") }.joined(separator: ", ")
+                    + "; name others with --group")
+            case .success:
+                break
+            case .failure(let reason):
+                notes.append("the backup on \(checked.remote) has groups this profile could not take (\(reason)); "
+                    + "name them with --group, or its first sync writes a marker without them")
+            }
+        }
         if let created = try Self.createFolderRemote(checked.remote) { notes.append(created) }
         if creatingRemote, case .webdav? = try? RemoteURL.parse(checked.remote) {
             let remote = try Remotes.open(checked.remote, settings: checked.settings, environment: environment)
@@ -84,6 +103,37 @@ public struct BackupApp: Sendable {
         var saving = config
         try saving.save(checked)
         return (checked, notes)
+    }
+
+    /// The groups of the backup already on `profile`'s remote, read from its marker (in their
+    /// order); nil when the remote holds no readable marker, or cannot be read now. Everything
+    /// in a marker is untrusted: a group whose name or patterns a profile could not hold is a
+    /// failure that says which.
+    func markerGroups(_ profile: Profile) async -> Result<[ProfileGroup], MarkerGroupsRefused>? {
+        guard let remote = try? Remotes.open(profile.remote, settings: profile.settings, environment: environment, readOnly: true),
+              remote.availability == .available else { return nil }
+        guard case .found(let marker, _, let files) = await Probe(storage: remote.storage, availability: { .available }).run() else {
+            return nil
+        }
+        let limit = Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)
+        guard let header = try? Marker.header(marker, maxContentSize: limit) else { return nil }
+        var groups: [ProfileGroup] = []
+        for group in header.groups.sorted(by: { $0.order < $1.order }) {
+            let shown = TerminalText.visible(group.name)
+            guard Profile.isValidName(group.name), !group.patterns.isEmpty,
+                  !group.patterns.contains(where: { $0.isEmpty || Config.holdsControlCharacter($0) }) else {
+                return .failure(MarkerGroupsRefused(reason: "group \"\(shown)\" has a name or pattern a profile cannot hold"))
+            }
+            groups.append(ProfileGroup(name: group.name, patterns: group.patterns, required: group.required))
+        }
+        var trial = profile
+        trial.groups = groups
+        do {
+            try Self.compilePatterns(trial)
+        } catch {
+            return .failure(MarkerGroupsRefused(reason: error.message))
+        }
+        return .success(groups)
     }
 
     /// The profile as it will be saved, checked, and the config it goes into.
@@ -104,6 +154,11 @@ public struct BackupApp: Sendable {
         _ = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)
         try Self.compilePatterns(profile)
         return (profile, config)
+    }
+
+    /// Why a marker's groups were not taken.
+    struct MarkerGroupsRefused: Error {
+        let reason: String
     }
 
     /// Creates a folder remote's last folder when it is missing and its parent exists; nil

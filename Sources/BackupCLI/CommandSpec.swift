@@ -115,7 +115,7 @@ public enum CommandTree {
         subcommands: [
             CommandSpec(
                 "init", summary: "create or replace a profile",
-                discussion: "Writes a profile to the config file (mode 0600), with a new writer id (an existing profile keeps its own). The source folder must exist. The last folder of the remote path is created when it is missing: a folder remote only when its parent exists (a missing parent usually means a disk that is not mounted), printing the mount point of the filesystem it was created on; a WebDAV folder by MKCOL; never an S3 bucket.",
+                discussion: "Writes a profile to the config file (mode 0600), with a new writer id (an existing profile keeps its own). The source folder must exist. The last folder of the remote path is created when it is missing: a folder remote only when its parent exists (a missing parent usually means a disk that is not mounted), printing the mount point of the filesystem it was created on; a WebDAV folder by MKCOL; never an S3 bucket. Given no --group, a profile for a remote that already holds a backup takes that backup's groups from its marker (and says so), so its first sync keeps them; a group the marker names that a profile could not hold (a name with a control character, an invalid pattern) is not taken, and a note says to give the groups with --group.",
                 options: [
                     OptionSpec("source", .directory("DIR"), required: true, help: "The folder to back up."),
                     OptionSpec("remote", .remote("URL"), required: true, help: "Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix."),

@@ -6,6 +6,7 @@ import BackupApp
 import BackupEngine
 import BackupTerminal
 import Foundation
+import Synchronization
 
 /// What a screen asks the loop to do after a key.
 enum Response {
@@ -81,6 +82,25 @@ final class Context {
         startRestore = { profile, request, record, placeAll in
             RestoreJob.start(app: app, profile: profile, request: request, recordPath: record, placeAll: placeAll, clock: clock)
         }
+    }
+
+    /// Runs `body` to its end and returns what it returned, the calling (loop) thread waiting
+    /// meanwhile: for a short step a screen needs done before its next frame.
+    static func waiting<T: Sendable>(_ body: @escaping @Sendable () async throws(AppError) -> T) throws(AppError) -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<T, AppError>?>(nil)
+        Task.detached {
+            do throws(AppError) {
+                let value = try await body()
+                result.withLock { $0 = .success(value) }
+            } catch {
+                result.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        guard let outcome = result.withLock({ $0 }) else { throw AppError(.failure, "the step ended without an answer") }
+        return try outcome.get()
     }
 
     @Sendable static func monotonicSeconds() -> Double {

@@ -222,4 +222,29 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testANewProfileMadeInTheInterfaceTakesTheGroupsOfTheBackupOnItsRemote() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let source = try home.dir.makeFolder("new-machine")
+        let tmux = try tmux(home)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("n")
+        try tmux.wait(for: "new profile")
+        try tmux.type(source)
+        try tmux.press("Tab")
+        try tmux.type(home.remote)
+        try tmux.press("Tab")
+        try tmux.type("laptop")
+        try tmux.press("Tab", "Enter")
+        // Saved: back on the list, the new profile on it.
+        try tmux.wait(for: "laptop   never synced")
+        let config = try String(contentsOfFile: home.dir.path("config/backup/config"), encoding: .utf8)
+        let section = config.components(separatedBy: "[laptop]").last ?? ""
+        XCTAssertTrue(section.contains("papers/"), "the backup's groups were not taken:\n\(config)")
+        XCTAssertTrue(section.contains("photos/"), config)
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

@@ -82,7 +82,13 @@ final class FirstRunScreen: Screen {
             return .handled
         }
         do {
-            let saved = try context.app.initProfile(Profile(name: profileName, source: source.value, remote: remote.value), replace: false)
+            // The shared init: a remote that holds a backup gives the profile its groups. It looks
+            // at the remote once (a folder at once; a server within its connect timeout).
+            let app = context.app
+            let profile = Profile(name: profileName, source: source.value, remote: remote.value)
+            let saved = try Context.waiting { () async throws(AppError) in
+                try await app.initProfile(profile, replace: false, creatingRemote: false).profile
+            }
             problem = nil
             if consent {
                 return .replace(SyncScreen(context: context, profile: saved, request: SyncRequest(consent: true)))
