@@ -136,6 +136,28 @@ public struct BackupApp: Sendable {
         return .success(groups)
     }
 
+    /// One group of a backup, as a restore can choose it (`RestoreRequest.only`).
+    public struct BackupGroup: Sendable, Equatable {
+        public var name: String
+        public var required: Bool
+    }
+
+    /// The groups of the backup on `profile`'s remote, in restore order, with the group of the
+    /// files no group claims last; nil when the remote holds no readable backup now (the
+    /// restore then says what it found). Reads the marker only: nothing is downloaded.
+    public func backupGroups(_ profile: Profile) async -> [BackupGroup]? {
+        guard let remote = try? Remotes.open(profile.remote, settings: profile.settings, environment: environment, readOnly: true),
+              remote.availability == .available else { return nil }
+        guard case .found(let marker, _, let files) = await Probe(storage: remote.storage, availability: { .available }).run() else {
+            return nil
+        }
+        let limit = Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)
+        guard let header = try? Marker.header(marker, maxContentSize: limit) else { return nil }
+        let ordered = header.groups.sorted { ($0.required ? 0 : 1, $0.order) < ($1.required ? 0 : 1, $1.order) }
+        return ordered.map { BackupGroup(name: $0.name, required: $0.required) }
+            + [BackupGroup(name: RestorePlanner.otherFilesGroup, required: false)]
+    }
+
     /// The profile as it will be saved, checked, and the config it goes into.
     private func checkedProfile(_ profile: Profile, replace: Bool) throws(AppError) -> (Profile, Config) {
         let config = try loadConfig()

@@ -545,7 +545,9 @@ enum Manual {
             the files), and the interface does the same; placing a group over local files that differ asks \
             a second time: overwrite them (no copy of yours is kept), or keep yours, the default, which \
             places the rest of the group and leaves those files unrestored, asked about again on \
-            `--resume`. `--only GROUP` restores only the groups named.
+            `--resume`. `--only GROUP` restores only the groups named; a group left out is not downloaded \
+            at all. The interface's restore (r on the profile list) asks for the target folder, then \
+            lists the backup's groups, read from its marker, to tick before anything is downloaded.
 
             A file that fails three times is skipped (the restore ends incomplete, exit status 4); a failure \
             in a required group fails the restore. The restore's record is saved after every download and \

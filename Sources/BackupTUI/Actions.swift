@@ -14,6 +14,7 @@ enum Action: String, Sendable, CaseIterable {
     case overwrite, keepMine
     case continueRestore, retryFailed
     case setHold, clearHold
+    case toggleAll
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -166,6 +167,14 @@ enum KeyMaps {
         Binding([ch("n"), .escape], .no, "no", hint: "no"),
     ])
 
+    static let pick = KeyMap(name: "Choose groups", bindings: [
+        Binding([.enter], .submit, "restore the ticked groups (only they are downloaded)", hint: "restore"),
+        Binding([ch(" ")], .toggle, "tick or untick the selected group", hint: "tick"),
+        Binding([ch("a")], .toggleAll, "tick every group, or none when all are ticked", hint: "all"),
+        Binding([.up, ch("k")], .up, "select the previous group"),
+        Binding([.down, ch("j")], .down, "select the next group"),
+    ] + paging("groups"))
+
     static let dryRun = KeyMap(name: "Dry run", bindings: [
         Binding([ch("s")], .sync, "run this sync now", hint: "sync"),
         Binding([.up, ch("k")], .up, "scroll up"),
@@ -185,5 +194,5 @@ enum KeyMaps {
     ])
 
     /// Every table, in the order help lists them.
-    static let all: [KeyMap] = [global, home, profile, firstRun, textField, sync, restore, placement, overwrite, resume, hold, dryRun, notes, confirm, help]
+    static let all: [KeyMap] = [global, home, profile, firstRun, textField, sync, restore, placement, overwrite, resume, hold, pick, dryRun, notes, confirm, help]
 }

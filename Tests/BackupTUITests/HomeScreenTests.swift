@@ -110,6 +110,14 @@ final class HomeScreenTests: XCTestCase {
         XCTAssertTrue(buffer.text.contains("Restore \"default\""), "the target question is up:\n\(buffer.text)")
         XCTAssertTrue(buffer.text.contains(profile.source), "it offers the profile's source")
         f.press([.control("u")] + TUIFixture.type("/tmp/elsewhere") + [.enter], loop, buffer)
+        // The groups are chosen first; this remote holds no backup, so there are none to tick.
+        XCTAssertTrue(loop.top is GroupPickScreen)
+        eventually("the remote was looked at") {
+            f.press([], loop, buffer)
+            return buffer.text.contains("No groups to choose from here")
+        }
+        XCTAssertTrue(f.restores.isEmpty, "nothing is downloaded before the groups are chosen")
+        f.press([.enter], loop, buffer)
         XCTAssertTrue(loop.top is RestoreScreen)
         XCTAssertEqual(f.restores.last?.job.request.target, "/tmp/elsewhere")
         XCTAssertEqual(f.restores.last?.job.request.overwrite, false, "a differing local file is asked about at the prompt, never replaced unasked")

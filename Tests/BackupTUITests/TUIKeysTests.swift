@@ -247,4 +247,35 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testGroupsAreChosenBeforeAnythingIsDownloaded() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let target = home.dir.path("restored")
+        let tmux = try tmux(home)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("r")
+        try tmux.wait(for: "Into which folder?")
+        try tmux.press("C-u")
+        try tmux.type(target)
+        try tmux.press("Enter")
+        let pick = try tmux.wait(for: "(other files)")
+        XCTAssertTrue(pick.contains("[x] ! papers"), pick)
+        XCTAssertTrue(pick.contains("[x]   photos"), pick)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target + "/photos"), "downloaded before the choice")
+        try tmux.press("Down")
+        try tmux.press("Space")
+        try tmux.wait(for: "[ ]   photos")
+        try tmux.press("Enter")
+        try tmux.wait(for: "Place group \"papers (required)\"?")
+        try tmux.press("p")
+        try tmux.wait(for: "Place group \"(other files)\"?")
+        try tmux.press("p")
+        let done = try tmux.wait(for: "Completed:")
+        XCTAssertFalse(done.contains("photos"), "the group left out is not in the plan:\n\(done)")
+        XCTAssertEqual(Set(home.tree(target).keys), ["papers/tax-1.txt", "papers/tax-2.txt", "papers/tax-3.txt", "todo.txt"])
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

@@ -81,9 +81,9 @@ final class HomeScreen: Screen {
             case .submitted(let target):
                 targetPrompt = nil
                 guard let profile = current?.profile else { return .handled }
-                // Local files that differ are asked about at each group's prompt, never replaced unasked.
-                let request = RestoreRequest(target: target.isEmpty ? nil : target)
-                return .push(RestoreScreen(context: context, profile: profile, request: request))
+                // The groups are chosen before anything is downloaded; local files that differ are
+                // asked about at each group's prompt, never replaced unasked.
+                return .push(GroupPickScreen(context: context, profile: profile, target: target.isEmpty ? nil : target))
             }
             return .handled
         }
