@@ -278,4 +278,18 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testAtFortyByTwelveTheFirstRunFormKeepsTheFocusedFieldInView() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        let tmux = try tmux(home, width: 40, height: 12)
+        try tmux.wait(for: "Source")
+        try tmux.press("Tab", "Tab", "Tab")
+        let screen = try tmux.wait(for: "[ ] Allow the first upload")
+        XCTAssertTrue(screen.contains("? help"), screen)
+        try tmux.press("Space")
+        try tmux.wait(for: "[x] Allow the first upload")
+        try tmux.press("F10")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

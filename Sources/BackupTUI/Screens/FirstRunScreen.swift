@@ -101,12 +101,15 @@ final class FirstRunScreen: Screen {
     }
 
     func draw(_ canvas: Canvas) {
-        var row = 2
+        // A small terminal keeps every field and the consent box in view: the introduction
+        // goes to one row, and the blank rows go.
+        let compact = canvas.rows < 20
+        var row = compact ? 1 : 2
         row += canvas.paragraph(
             "Which folder to back up, and where to. A folder path as the remote (another disk, a NAS share) "
                 + "needs nothing else set up.",
-            row: row, maxRows: 3)
-        row += 1
+            row: row, maxRows: compact ? 1 : 3)
+        if !compact { row += 1 }
         let label = 10
         let width = max(canvas.columns - label - 3, 8)
         func input(_ title: String, _ field: TextField, _ which: Field) {
@@ -119,7 +122,7 @@ final class FirstRunScreen: Screen {
         canvas.text("a folder, webdav://host/path or s3://bucket/path", row: row, column: label + 1, style: .dim)
         row += 1
         input("Profile", name, .name)
-        row += 1
+        if !compact { row += 1 }
         let box = consent ? "[x]" : "[ ]"
         canvas.text(box + " Allow the first upload to this remote (Space)", row: row, column: 1,
                     style: focus == .consent ? .selection : .normal)
@@ -127,7 +130,7 @@ final class FirstRunScreen: Screen {
         row += 1
         canvas.text(consent ? "Enter saves the profile and runs the first backup now." : "Enter saves the profile; the first backup asks again.",
                     row: row, column: 5, style: .dim)
-        row += 2
+        row += compact ? 1 : 2
         if let problem, row < canvas.body.upperBound {
             canvas.paragraph(problem, row: row, maxRows: max(canvas.body.upperBound - row + 1, 1), style: .bad)
         }
