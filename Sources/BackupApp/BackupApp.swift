@@ -292,6 +292,24 @@ public struct BackupApp: Sendable {
     /// Drops the profile's local state (sync state, restore record); the remote is untouched.
     /// The write hold and the files kept for a restore into the source are not a cache of
     /// the remote: they are carried into the new state file.
+    /// Deletes a profile: its section leaves the config file and its local state (the record
+    /// of what is backed up, the restore record, the hold) goes. The remote is not touched. A
+    /// profile a run is using is refused (the lock).
+    public func deleteProfile(_ profile: Profile) throws(AppError) {
+        let lock = try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name, wait: .zero)
+        defer { lock.release() }
+        var config = try loadConfig()
+        guard config.profile(profile.name) != nil else { throw .usage("there is no profile \"\(profile.name)\" in \(configPath)") }
+        try config.remove(profile.name)
+        let folder = paths.stateFolder(profile: profile.name)
+        do {
+            try FileManager.default.removeItem(atPath: folder)
+        } catch {
+            throw .failure("profile \"\(profile.name)\" left the config, but its state in \(folder) could not be removed: "
+                + "\(error.localizedDescription); remove the folder by hand")
+        }
+    }
+
     public func forget(_ profile: Profile) throws(AppError) -> [String] {
         let lock = try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name)
         defer { lock.release() }

@@ -266,6 +266,25 @@ public struct Config: Sendable, Equatable {
         }
     }
 
+    /// Removes the section of profile `name` and writes the file, keeping the other sections,
+    /// comments included, as they were.
+    public mutating func remove(_ name: String) throws(AppError) {
+        var kept: [String] = []
+        if let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) {
+            var skipping = false
+            for raw in Config.rawLines(text) {
+                let line = Config.content(raw)
+                if line.hasPrefix("[") && line.hasSuffix("]") {
+                    skipping = String(line.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces) == name
+                }
+                if !skipping { kept.append(raw) }
+            }
+        }
+        while let last = kept.last, Config.content(last).isEmpty { kept.removeLast() }
+        try writePrivately(kept.joined(separator: "\n") + "\n")
+        profiles.removeAll { $0.name == name }
+    }
+
     private func writePrivately(_ text: String) throws(AppError) {
         let folder = (path as NSString).deletingLastPathComponent
         do {

@@ -292,4 +292,30 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("F10")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testDeletingAProfileAsksFirstAndLeavesItsBackupAlone() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let before = home.tree(home.remote)
+        let state = home.dir.path("state/backup")
+        let tmux = try tmux(home)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("x")
+        try tmux.wait(for: "Delete profile \"default\"?")
+        try tmux.press("n")
+        try tmux.wait(for: "Backed up")
+        XCTAssertTrue(try String(contentsOfFile: home.dir.path("config/backup/config"), encoding: .utf8).contains("[default]"))
+        try tmux.press("x")
+        try tmux.wait(for: "Delete profile \"default\"?")
+        try tmux.press("y")
+        try tmux.wait(for: "Deleted profile \"default\"")
+        let config = try String(contentsOfFile: home.dir.path("config/backup/config"), encoding: .utf8)
+        XCTAssertFalse(config.contains("[default]"), config)
+        XCTAssertEqual(home.tree(home.remote), before, "the backup was touched")
+        let left = (try? FileManager.default.subpathsOfDirectory(atPath: state)) ?? []
+        XCTAssertFalse(left.contains { $0.contains("default") }, "its state stayed: \(left)")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

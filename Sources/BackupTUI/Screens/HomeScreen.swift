@@ -15,6 +15,8 @@ final class HomeScreen: Screen {
     private var targetPrompt: InputDialog?
     /// The "find a profile" question, and what was looked for last (asked again, it finds the next).
     private var searchPrompt: InputDialog?
+    /// "Delete this profile?", and the profile it asks about.
+    private var deleting: (dialog: ConfirmDialog, profile: Profile)?
     private var lastSearch = ""
     /// How many profiles the list showed last: a page for PgUp and PgDn.
     private var listRows = 10
@@ -38,6 +40,7 @@ final class HomeScreen: Screen {
     var typing: Bool { targetPrompt != nil || searchPrompt != nil }
 
     var hints: [Action] {
+        if deleting != nil { return [] }
         if typing { return [.help, .quit] }
         return rows.isEmpty ? [.newProfile, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .help, .quit]
     }
@@ -59,6 +62,19 @@ final class HomeScreen: Screen {
     private var current: ProfileOverview? { rows.indices.contains(selected) ? rows[selected] : nil }
 
     func handle(_ key: Key) -> Response {
+        if let (dialog, profile) = deleting {
+            guard let yes = dialog.handle(key) else { return .handled }
+            deleting = nil
+            guard yes else { return .handled }
+            do {
+                try context.app.deleteProfile(profile)
+                message = "Deleted profile \"\(profile.name)\"; its backup on \(profile.remote) is untouched."
+            } catch {
+                message = error.message
+            }
+            reload()
+            return .handled
+        }
         if var prompt = searchPrompt {
             switch prompt.handle(key) {
             case .editing: searchPrompt = prompt
@@ -96,6 +112,12 @@ final class HomeScreen: Screen {
             searchPrompt = InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch))
         case .refresh: reload()
         case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
+        case .deleteProfile:
+            guard let profile = current?.profile else { return .handled }
+            deleting = (ConfirmDialog(title: "Delete profile \"\(profile.name)\"?", lines: [
+                "Its section leaves the config file, and its local state (what is backed up, an unfinished restore, the hold) is forgotten.",
+                "The backup on \(profile.remote) is not touched: a new profile for it takes its groups again.",
+            ]), profile)
         case .sync, .restore, .resume, .hold, .showProfile, .dryRun:
             guard let overview = current else {
                 message = "There is no profile yet: press n to set one up."
@@ -154,6 +176,7 @@ final class HomeScreen: Screen {
             if let message { canvas.text(message, row: canvas.body.upperBound, style: .warning) }
             targetPrompt?.draw(canvas)
             searchPrompt?.draw(canvas)
+            deleting?.dialog.draw(canvas)
         }
         var row = 2
         if let problem {
