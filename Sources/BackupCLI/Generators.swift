@@ -318,7 +318,13 @@ enum Manual {
             cursor (←, →, Home or Ctrl-A, End or Ctrl-E, Backspace, Delete or Ctrl-D, Ctrl-W for the word or \
             path component before the cursor, Ctrl-U to clear it), and a path typed there may start with \
             `~`, the home folder ($HOME). An Alt chord, or an escape sequence the terminal's description \
-            does not name, does nothing.
+            does not name, does nothing. Lists page with PgUp and PgDn and go to their ends with Home and \
+            End; on the profile list `/` finds a profile, `d` shows what its next sync would upload and \
+            delete (writing nothing), `e` edits the config file in $VISUAL or $EDITOR (vi) and reads it \
+            again, and `x` deletes a profile after asking (its backup stays). The list reads the profiles \
+            again every two seconds and shows how each one's last sync ended, whoever ran it, and a sync \
+            another process runs. On a sync's screen `h` sets a write hold while it runs, and on a job's \
+            screen `v` lists every note (files skipped or unreadable, refused paths) in full.
 
             Options are spelled in full (`--name VALUE` or `--name=VALUE`) and may come before or after \
             the command words. These are accepted by every command:

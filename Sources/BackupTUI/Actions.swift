@@ -14,7 +14,7 @@ enum Action: String, Sendable, CaseIterable {
     case overwrite, keepMine
     case continueRestore, retryFailed
     case setHold, clearHold
-    case toggleAll, deleteProfile
+    case toggleAll, deleteProfile, editConfig
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -89,6 +89,7 @@ enum KeyMaps {
         Binding([ch("c")], .resume, "see and continue the profile's unfinished restore", hint: "resume"),
         Binding([ch("h")], .hold, "set or clear the write hold", hint: "hold"),
         Binding([ch("n")], .newProfile, "set up a new profile", hint: "new"),
+        Binding([ch("e")], .editConfig, "edit the config file in $VISUAL or $EDITOR (vi): every profile's groups, excludes, patterns and settings; read again when the editor ends", hint: "edit"),
         Binding([ch("x"), .delete], .deleteProfile, "delete the selected profile, after you confirm (the backup on its remote stays)"),
         Binding([ch("g"), .function(5)], .refresh, "read the profiles and their state again"),
     ])

@@ -102,6 +102,9 @@ final class Loop {
             stack.append(next)
         case .pop: pop()
         case .quit: quit()
+        case .outside(let body):
+            terminal.suspend(body)
+            screen.reappear()
         case .ignored:
             switch KeyMaps.global.action(for: key) {
             case .help: if !(screen is HelpScreen) { stack.append(HelpScreen(for: screen)) }

@@ -19,6 +19,8 @@ enum Response {
     case replace(any Screen)
     case pop
     case quit
+    /// Hands the terminal to `body` (the person's editor), then redraws; the screen reappears.
+    case outside(() -> Void)
 }
 
 /// One screen: it draws itself and handles its keys. Screens live on the loop's thread.

@@ -127,6 +127,15 @@ public final class CursesTerminal: Terminal {
         clearok(backup_stdscr(), true)
     }
 
+    public func suspend(_ body: () -> Void) {
+        def_prog_mode()
+        endwin()
+        body()
+        reset_prog_mode()
+        clearok(backup_stdscr(), true)
+        refresh()
+    }
+
     public func readKey(timeoutMilliseconds: Int) -> Key? {
         wtimeout(backup_stdscr(), Int32(timeoutMilliseconds))
         var value: wint_t = 0

@@ -78,6 +78,15 @@ public final class ScreenBuffer: Terminal {
     public private(set) var repaints = 0
     public func repaintAll() { repaints += 1 }
 
+    /// How many times `suspend` gave the terminal away.
+    public private(set) var suspensions = 0
+
+    public func suspend(_ body: () -> Void) {
+        suspensions += 1
+        body()
+        repaints += 1
+    }
+
     public func present() {
         frame = drawing
         cursor = pendingCursor

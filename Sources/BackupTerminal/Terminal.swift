@@ -78,6 +78,9 @@ public protocol Terminal: AnyObject {
     /// Makes the next `present()` paint the whole screen again, whatever is on it now
     /// (Ctrl-L: another program wrote over the interface).
     func repaintAll()
+    /// Gives the terminal to `body` (an editor) as the shell had it, then takes it back and
+    /// paints everything again.
+    func suspend(_ body: () -> Void)
     /// The next key, waiting at most `timeoutMilliseconds`; nil when none came.
     func readKey(timeoutMilliseconds: Int) -> Key?
 }

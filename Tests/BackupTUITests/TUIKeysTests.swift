@@ -318,4 +318,28 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testEditingTheConfigRunsTheEditorAndReadsTheProfilesAgain() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        // An "editor" that adds a line to the last section (the profile's), then one that breaks the file.
+        let adds = home.dir.path("adds.sh")
+        try Data("#!/bin/sh\necho 'exclude = *.tmp' >> \"$1\"\n".utf8).write(to: URL(fileURLWithPath: adds))
+        chmod(adds, 0o755)
+        let tmux = try tmux(home, extra: ["EDITOR": adds])
+        try tmux.wait(for: "▸ default")
+        try tmux.press("e")
+        try tmux.wait(for: "▸ default")
+        let config = try String(contentsOfFile: home.dir.path("config/backup/config"), encoding: .utf8)
+        XCTAssertTrue(config.hasSuffix("exclude = *.tmp\n"), config)
+        try tmux.press("Enter")
+        let shown = try tmux.wait(for: "*.tmp")
+        XCTAssertTrue(shown.contains("profile \"default\""), shown)
+        try tmux.press("Escape")
+        try tmux.wait(for: "▸ default")
+        // The terminal came back whole: the screen is drawn, keys work, and q quits.
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

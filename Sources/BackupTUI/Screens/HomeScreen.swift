@@ -42,7 +42,7 @@ final class HomeScreen: Screen {
     var hints: [Action] {
         if deleting != nil { return [] }
         if typing { return [.help, .quit] }
-        return rows.isEmpty ? [.newProfile, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .help, .quit]
+        return rows.isEmpty ? [.newProfile, .editConfig, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .editConfig, .help, .quit]
     }
 
     /// Reads the profiles and their state again.
@@ -112,6 +112,10 @@ final class HomeScreen: Screen {
             searchPrompt = InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch))
         case .refresh: reload()
         case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
+        case .editConfig:
+            let path = context.app.configPath
+            let editor = Self.editor(context.app.environment)
+            return .outside { Self.edit(path, with: editor) }
         case .deleteProfile:
             guard let profile = current?.profile else { return .handled }
             deleting = (ConfirmDialog(title: "Delete profile \"\(profile.name)\"?", lines: [
@@ -140,6 +144,25 @@ final class HomeScreen: Screen {
         default: return .ignored
         }
         return .handled
+    }
+
+    /// The person's editor: $VISUAL, else $EDITOR, else vi.
+    static func editor(_ environment: [String: String]) -> String {
+        [environment["VISUAL"], environment["EDITOR"]].compactMap { $0 }.first { !$0.isEmpty } ?? "vi"
+    }
+
+    /// Runs `editor` on `path` with the terminal (through /bin/sh, so an editor given with its
+    /// options works; the path goes as an argument, never into the command text), and waits.
+    static func edit(_ path: String, with editor: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", editor + " \"$1\"", "sh", path]
+        do {
+            try process.run()
+            process.waitUntilExit()
+        } catch {
+            FileHandle.standardError.write(Data("backup: cannot run the editor \(editor): \(error.localizedDescription)\n".utf8))
+        }
     }
 
     /// Reads the profiles again every few seconds while nothing is being typed, so a sync of
