@@ -110,13 +110,7 @@ public struct BackupApp: Sendable {
     /// in a marker is untrusted: a group whose name or patterns a profile could not hold is a
     /// failure that says which.
     func markerGroups(_ profile: Profile) async -> Result<[ProfileGroup], MarkerGroupsRefused>? {
-        guard let remote = try? Remotes.open(profile.remote, settings: profile.settings, environment: environment, readOnly: true),
-              remote.availability == .available else { return nil }
-        guard case .found(let marker, _, let files) = await Probe(storage: remote.storage, availability: { .available }).run() else {
-            return nil
-        }
-        let limit = Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)
-        guard let header = try? Marker.header(marker, maxContentSize: limit) else { return nil }
+        guard let header = await markerHeader(profile) else { return nil }
         var groups: [ProfileGroup] = []
         for group in header.groups.sorted(by: { $0.order < $1.order }) {
             let shown = TerminalText.visible(group.name)
@@ -136,6 +130,18 @@ public struct BackupApp: Sendable {
         return .success(groups)
     }
 
+    /// The header (groups, writer) of the marker on `profile`'s remote, read by the probe; nil
+    /// when the remote cannot be read now or holds no readable marker.
+    private func markerHeader(_ profile: Profile) async -> (groups: [MarkerGroup], writer: String?)? {
+        guard let remote = try? Remotes.open(profile.remote, settings: profile.settings, environment: environment, readOnly: true),
+              remote.availability == .available else { return nil }
+        guard case .found(let marker, _, let files) = await Probe(storage: remote.storage, availability: { .available }).run() else {
+            return nil
+        }
+        let limit = Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)
+        return try? Marker.header(marker, maxContentSize: limit)
+    }
+
     /// One group of a backup, as a restore can choose it (`RestoreRequest.only`).
     public struct BackupGroup: Sendable, Equatable {
         public var name: String
@@ -146,13 +152,7 @@ public struct BackupApp: Sendable {
     /// files no group claims last; nil when the remote holds no readable backup now (the
     /// restore then says what it found). Reads the marker only: nothing is downloaded.
     public func backupGroups(_ profile: Profile) async -> [BackupGroup]? {
-        guard let remote = try? Remotes.open(profile.remote, settings: profile.settings, environment: environment, readOnly: true),
-              remote.availability == .available else { return nil }
-        guard case .found(let marker, _, let files) = await Probe(storage: remote.storage, availability: { .available }).run() else {
-            return nil
-        }
-        let limit = Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)
-        guard let header = try? Marker.header(marker, maxContentSize: limit) else { return nil }
+        guard let header = await markerHeader(profile) else { return nil }
         let ordered = header.groups.sorted { ($0.required ? 0 : 1, $0.order) < ($1.required ? 0 : 1, $1.order) }
         return ordered.map { BackupGroup(name: $0.name, required: $0.required) }
             + [BackupGroup(name: RestorePlanner.otherFilesGroup, required: false)]

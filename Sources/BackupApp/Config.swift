@@ -244,18 +244,7 @@ public struct Config: Sendable, Equatable {
             throw .usage("cannot write \"\(TerminalText.visible(bad))\" to \(path): a config value cannot hold a control "
                 + "character (a line break, a tab, an escape); nothing was written")
         }
-        var kept: [String] = []
-        if let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) {
-            var skipping = false
-            for raw in Config.rawLines(text) {
-                let line = Config.content(raw)
-                if line.hasPrefix("[") && line.hasSuffix("]") {
-                    skipping = String(line.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces) == profile.name
-                }
-                if !skipping { kept.append(raw) }
-            }
-        }
-        while let last = kept.last, Config.content(last).isEmpty { kept.removeLast() }
+        var kept = linesWithout(profile.name)
         if kept.isEmpty { kept = ["# backup configuration: one [section] per profile; see backup(1)."] }
         let text = (kept + [""] + section).joined(separator: "\n") + "\n"
         try writePrivately(text)
@@ -269,6 +258,13 @@ public struct Config: Sendable, Equatable {
     /// Removes the section of profile `name` and writes the file, keeping the other sections,
     /// comments included, as they were.
     public mutating func remove(_ name: String) throws(AppError) {
+        try writePrivately(linesWithout(name).joined(separator: "\n") + "\n")
+        profiles.removeAll { $0.name == name }
+    }
+
+    /// The file's lines as they are, but for the section of profile `name` and the blank lines
+    /// at the end.
+    private func linesWithout(_ name: String) -> [String] {
         var kept: [String] = []
         if let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) {
             var skipping = false
@@ -281,8 +277,7 @@ public struct Config: Sendable, Equatable {
             }
         }
         while let last = kept.last, Config.content(last).isEmpty { kept.removeLast() }
-        try writePrivately(kept.joined(separator: "\n") + "\n")
-        profiles.removeAll { $0.name == name }
+        return kept
     }
 
     private func writePrivately(_ text: String) throws(AppError) {

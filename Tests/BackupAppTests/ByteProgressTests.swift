@@ -86,7 +86,8 @@ final class ScriptedByteProgressTests: XCTestCase {
         }
     }
 
-    func testJSONProgressFollowsTheBytesOfOneLargeFileUpAndDown() throws {
+    /// A fixture whose remote is a WebDAV server behind a proxy relaying 4 MiB a second, and its URL.
+    private func throttledRemote() throws -> (CLIFixture, String) {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
         let server = try RcloneServer(.webdav, root: try f.dir.makeFolder("webdav-root"))
@@ -96,9 +97,14 @@ final class ScriptedByteProgressTests: XCTestCase {
         proxy.add(times: 100_000, .throttle(bytesPerSecond: 4 << 20))
         try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
         f.extraEnvironment = ["BACKUP_PASSWORD": server.secret]
+        return (f, "webdav://\(server.user)@127.0.0.1:\(proxy.port)/backup")
+    }
+
+    func testJSONProgressFollowsTheBytesOfOneLargeFileUpAndDown() throws {
+        let (f, url) = try throttledRemote()
         let size = 16 << 20
         try f.write("big.bin", String(repeating: "0123456789abcdef", count: size / 16))
-        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", "webdav://\(server.user)@127.0.0.1:\(proxy.port)/backup").status, 0)
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", url).status, 0)
 
         let sync = try f.run("sync", "--yes", "--json")
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
@@ -124,17 +130,9 @@ final class ScriptedByteProgressTests: XCTestCase {
     }
 
     func testTheProgressLineSaysTheBytesOfTheExpectedWithTheRate() throws {
-        let f = try CLIFixture()
-        addTeardownBlock { f.dir.cleanup() }
-        let server = try RcloneServer(.webdav, root: try f.dir.makeFolder("webdav-root"))
-        addTeardownBlock { server.stop() }
-        let proxy = try FaultProxy(upstreamPort: server.port)
-        addTeardownBlock { proxy.stop() }
-        proxy.add(times: 100_000, .throttle(bytesPerSecond: 4 << 20))
-        try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
-        f.extraEnvironment = ["BACKUP_PASSWORD": server.secret]
+        let (f, url) = try throttledRemote()
         try f.write("big.bin", String(repeating: "0123456789abcdef", count: (12 << 20) / 16))
-        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", "webdav://\(server.user)@127.0.0.1:\(proxy.port)/backup").status, 0)
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", url).status, 0)
         // Not a terminal: one plain line a second.
         let sync = try f.run("sync", "--yes")
         XCTAssertEqual(sync.status, 0, sync.stderr)
