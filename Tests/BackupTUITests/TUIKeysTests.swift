@@ -342,4 +342,28 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testAtFortyByTwelveTheDryRunAndTheGroupChoiceShowTheirLists() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        try home.write("new-notes.txt", "not backed up yet")
+        try FileManager.default.removeItem(atPath: home.source + "/todo.txt")
+        let tmux = try tmux(home, width: 40, height: 12)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("d")
+        let plan = try tmux.wait(for: "+ new-notes.txt")
+        XCTAssertTrue(plan.contains("− todo.txt"), plan)
+        try tmux.press("Escape")
+        try tmux.wait(for: "▸ default")
+        try tmux.press("r")
+        try tmux.wait(for: "Into which folder?")
+        try tmux.press("C-u")
+        try tmux.type(home.dir.path("out"))
+        try tmux.press("Enter")
+        let pick = try tmux.wait(for: "[x]   photos")
+        XCTAssertTrue(pick.contains("[x] ! papers"), pick)
+        try tmux.press("F10")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

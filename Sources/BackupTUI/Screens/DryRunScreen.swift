@@ -53,13 +53,17 @@ final class DryRunScreen: Screen {
     }
 
     func draw(_ canvas: Canvas) {
-        var row = 2
+        // A small terminal gives the list the rows of the source and remote (the title names the profile).
+        let compact = canvas.rows < 20
+        var row = compact ? 1 : 2
         func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {
             canvas.field(name, value, row: &row, label: 9, style: style, path: path)
         }
-        field("Source", profile.source, path: true)
-        field("Remote", profile.remote, path: true)
-        row += 1
+        if !compact {
+            field("Source", profile.source, path: true)
+            field("Remote", profile.remote, path: true)
+            row += 1
+        }
         guard let result = state.result else {
             var words = "Looking at what the next sync would do (nothing is written)…"
             if let scanning = state.scanning { words = "Scanning: \(Format.files(scanning.files)) found, \(Format.count(scanning.hashed)) read…" }
@@ -92,7 +96,7 @@ final class DryRunScreen: Screen {
         if plan.uploads.isEmpty && plan.deletes.isEmpty { words = "The next sync would change nothing: \(Format.files(plan.unchanged)) are up to date." }
         if plan.identityReset { words += " The remote's identity changed: everything is uploaded again." }
         row += canvas.paragraph(words, row: row, maxRows: 3, style: .accent)
-        row += 1
+        if canvas.rows >= 20 { row += 1 }
         let total = plan.uploads.count + plan.deletes.count
         room = max(canvas.body.upperBound - row, 1)
         scroll = min(scroll, max(total - room, 0))

@@ -85,10 +85,14 @@ final class GroupPickScreen: Screen {
     }
 
     func draw(_ canvas: Canvas) {
-        var row = 2
-        canvas.field("From", profile.remote, row: &row, label: 9, path: true)
-        canvas.field("Into", Context.absolute(target ?? profile.source), row: &row, label: 9, path: true)
-        row += 1
+        // A small terminal gives the groups the rows of the remote and the target.
+        let compact = canvas.rows < 20
+        var row = compact ? 1 : 2
+        if !compact {
+            canvas.field("From", profile.remote, row: &row, label: 9, path: true)
+            canvas.field("Into", Context.absolute(target ?? profile.source), row: &row, label: 9, path: true)
+            row += 1
+        }
         guard let groups else {
             canvas.text("Reading the backup's groups (nothing is downloaded yet)…", row: row, style: .accent)
             return
@@ -98,8 +102,8 @@ final class GroupPickScreen: Screen {
             return
         }
         row += canvas.paragraph("Tick what to restore: nothing is downloaded until Enter, and a group left out is not downloaded at all. "
-            + "Required groups (!) are placed first.", row: row, maxRows: 3)
-        row += 1
+            + "Required groups (!) are placed first.", row: row, maxRows: compact ? 2 : 3)
+        if !compact { row += 1 }
         let rows = max(canvas.body.upperBound - row - 1, 1)
         let first = min(max(selected - rows + 1, 0), max(groups.count - rows, 0))
         for index in first..<min(first + rows, groups.count) {
