@@ -14,7 +14,7 @@ enum Action: String, Sendable, CaseIterable {
     case overwrite, keepMine
     case continueRestore, retryFailed
     case setHold, clearHold
-    case toggleAll, deleteProfile, editConfig
+    case toggleAll, deleteProfile, editConfig, restoreRemote
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -86,6 +86,7 @@ enum KeyMaps {
         Binding([ch("s")], .sync, "back up the selected profile now", hint: "sync"),
         Binding([ch("d")], .dryRun, "what the next sync would upload and delete (a dry run: it writes nothing)", hint: "dry run"),
         Binding([ch("r")], .restore, "restore the selected profile's backup, group by group", hint: "restore"),
+        Binding([ch("o")], .restoreRemote, "restore from another remote, one no profile names (its credentials from the environment, as for backup restore --remote)", hint: "restore a remote"),
         Binding([ch("c")], .resume, "see and continue the profile's unfinished restore", hint: "resume"),
         Binding([ch("h")], .hold, "set or clear the write hold", hint: "hold"),
         Binding([ch("n")], .newProfile, "set up a new profile", hint: "new"),

@@ -366,4 +366,38 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("F10")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testABackupIsRestoredFromItsRemoteWithNoProfile() throws {
+        let old = try Home()
+        addTeardownBlock { old.dir.cleanup() }
+        try old.backUpSample()
+        // A new machine: no config, no state; only the remote.
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        let target = home.dir.path("restored")
+        let tmux = try tmux(home)
+        // The first run offers to set a profile up; Esc leads to the (empty) list.
+        try tmux.wait(for: "set up your first backup")
+        try tmux.press("Escape")
+        let empty = try tmux.wait(for: "No profiles yet")
+        XCTAssertTrue(empty.contains("o restore a remote"), empty)
+        try tmux.press("o")
+        try tmux.wait(for: "Restore from a remote")
+        try tmux.type(old.remote)
+        try tmux.press("Enter")
+        try tmux.wait(for: "Into which folder?")
+        try tmux.type(target)
+        try tmux.press("Enter")
+        try tmux.wait(for: "[x] ! papers")
+        try tmux.press("Enter")
+        for group in ["papers (required)", "photos", "(other files)"] {
+            try tmux.wait(for: "Place group \"\(group)\"?")
+            try tmux.press("p")
+        }
+        try tmux.wait(for: "Completed:")
+        XCTAssertEqual(home.tree(target), old.tree(old.source))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home.dir.path("config/backup/config")), "a profile was written")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

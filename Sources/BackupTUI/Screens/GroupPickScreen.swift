@@ -19,6 +19,8 @@ final class GroupPickScreen: Screen {
     private let context: Context
     let profile: Profile
     let target: String?
+    /// A restore of a remote no profile names: `profile` only carries its URL and target.
+    let bare: Bool
     private let loaded = Slot<Loaded>()
     private var groups: [BackupApp.BackupGroup]?
     private var chosen: [Bool] = []
@@ -26,10 +28,11 @@ final class GroupPickScreen: Screen {
     private var problem: String?
     private var task: Task<Void, Never>?
 
-    init(context: Context, profile: Profile, target: String?) {
+    init(context: Context, profile: Profile, target: String?, bare: Bool = false) {
         self.context = context
         self.profile = profile
         self.target = target
+        self.bare = bare
         let app = context.app
         let loaded = self.loaded
         task = Task.detached {
@@ -40,7 +43,7 @@ final class GroupPickScreen: Screen {
 
     deinit { task?.cancel() }
 
-    var title: String { "restore \"\(profile.name)\": choose" }
+    var title: String { bare ? "restore from a remote: choose" : "restore \"\(profile.name)\": choose" }
     var keys: KeyMap { KeyMaps.pick }
     var hints: [Action] { groups == nil ? [.back, .help, .quit] : [.submit, .toggle, .toggleAll, .back, .help, .quit] }
 
@@ -69,7 +72,7 @@ final class GroupPickScreen: Screen {
             chosen = Array(repeating: all, count: groups.count)
             problem = nil
         case .submit:
-            var request = RestoreRequest(target: target)
+            var request = RestoreRequest(target: target, remoteURL: bare ? profile.remote : nil)
             if !groups.isEmpty {
                 guard chosen.contains(true) else {
                     problem = "Tick at least one group (Space), or go back with Esc."
@@ -77,7 +80,7 @@ final class GroupPickScreen: Screen {
                 }
                 if chosen.contains(false) { request.only = zip(groups, chosen).filter(\.1).map(\.0.name) }
             }
-            return .replace(RestoreScreen(context: context, profile: profile, request: request))
+            return .replace(RestoreScreen(context: context, profile: bare ? nil : profile, request: request))
         default:
             return .ignored
         }

@@ -15,6 +15,9 @@ final class HomeScreen: Screen {
     private var targetPrompt: InputDialog?
     /// The "find a profile" question, and what was looked for last (asked again, it finds the next).
     private var searchPrompt: InputDialog?
+    /// A restore from a remote no profile names: its URL asked first, then the target folder.
+    private var remotePrompt: InputDialog?
+    private var bareTargetPrompt: (dialog: InputDialog, remote: String)?
     /// "Delete this profile?", and the profile it asks about.
     private var deleting: (dialog: ConfirmDialog, profile: Profile)?
     private var lastSearch = ""
@@ -37,12 +40,12 @@ final class HomeScreen: Screen {
 
     var title: String { "profiles" }
     var keys: KeyMap { KeyMaps.home }
-    var typing: Bool { targetPrompt != nil || searchPrompt != nil }
+    var typing: Bool { targetPrompt != nil || searchPrompt != nil || remotePrompt != nil || bareTargetPrompt != nil }
 
     var hints: [Action] {
         if deleting != nil { return [] }
         if typing { return [.help, .quit] }
-        return rows.isEmpty ? [.newProfile, .editConfig, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .editConfig, .help, .quit]
+        return rows.isEmpty ? [.newProfile, .restoreRemote, .editConfig, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .editConfig, .help, .quit]
     }
 
     /// Reads the profiles and their state again.
@@ -62,6 +65,36 @@ final class HomeScreen: Screen {
     private var current: ProfileOverview? { rows.indices.contains(selected) ? rows[selected] : nil }
 
     func handle(_ key: Key) -> Response {
+        if var prompt = remotePrompt {
+            switch prompt.handle(key) {
+            case .editing: remotePrompt = prompt
+            case .notAnEdit: return .ignored
+            case .cancelled: remotePrompt = nil
+            case .submitted(let url):
+                remotePrompt = nil
+                guard !url.isEmpty else { return .handled }
+                bareTargetPrompt = (InputDialog(title: "Restore from \(url)", label: "Into which folder? (a new one is made)", field: TextField()), url)
+            }
+            return .handled
+        }
+        if let (dialog, url) = bareTargetPrompt {
+            var prompt = dialog
+            switch prompt.handle(key) {
+            case .editing: bareTargetPrompt = (prompt, url)
+            case .notAnEdit: return .ignored
+            case .cancelled: bareTargetPrompt = nil
+            case .submitted(let target):
+                guard !target.isEmpty else {
+                    message = "A restore from a remote needs the folder to restore into."
+                    return .handled
+                }
+                bareTargetPrompt = nil
+                let remote = url.contains("://") ? url : Context.absolute(url)
+                let carrier = Profile(name: "remote", source: Context.absolute(target), remote: remote)
+                return .push(GroupPickScreen(context: context, profile: carrier, target: target, bare: true))
+            }
+            return .handled
+        }
         if let (dialog, profile) = deleting {
             guard let yes = dialog.handle(key) else { return .handled }
             deleting = nil
@@ -112,6 +145,8 @@ final class HomeScreen: Screen {
             searchPrompt = InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch))
         case .refresh: reload()
         case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
+        case .restoreRemote:
+            remotePrompt = InputDialog(title: "Restore from a remote", label: "Remote (a folder, webdav://…, s3://…):", field: TextField())
         case .editConfig:
             let path = context.app.configPath
             let editor = Self.editor(context.app.environment)
@@ -199,6 +234,8 @@ final class HomeScreen: Screen {
             if let message { canvas.text(message, row: canvas.body.upperBound, style: .warning) }
             targetPrompt?.draw(canvas)
             searchPrompt?.draw(canvas)
+            remotePrompt?.draw(canvas)
+            bareTargetPrompt?.dialog.draw(canvas)
             deleting?.dialog.draw(canvas)
         }
         var row = 2
@@ -210,7 +247,8 @@ final class HomeScreen: Screen {
         if rows.isEmpty {
             canvas.paragraph(
                 "No profiles yet. Press n to set one up: the folder to back up and where to "
-                    + "(a folder path on another disk or a NAS share works with nothing else set up).", row: row)
+                    + "(a folder path on another disk or a NAS share works with nothing else set up). "
+                    + "On a new machine, o restores a backup from its remote first.", row: row)
             return
         }
         let nameWidth = min(max(rows.map { DisplayWidth.of($0.profile.name) }.max() ?? 0, 7), 20)
