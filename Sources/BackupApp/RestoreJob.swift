@@ -331,7 +331,8 @@ extension BackupApp {
         return normal(a) == normal(b)
     }
 
-    static func sameFolder(_ a: String, _ b: String) -> Bool {
+    /// Whether two paths name the same folder, links resolved.
+    public static func sameFolder(_ a: String, _ b: String) -> Bool {
         let resolve = { (path: String) in URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path }
         return resolve(a) == resolve(b)
     }

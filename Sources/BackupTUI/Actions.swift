@@ -14,7 +14,7 @@ enum Action: String, Sendable, CaseIterable {
     case overwrite, keepMine
     case continueRestore, retryFailed
     case setHold, clearHold
-    case toggleAll, deleteProfile, editConfig, restoreRemote
+    case toggleAll, deleteProfile, editConfig, restoreRemote, startNew
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -155,6 +155,7 @@ enum KeyMaps {
 
     static let resume = KeyMap(name: "Resume", bindings: [
         Binding([.enter, ch("c")], .continueRestore, "continue the restore from its record", hint: "continue"),
+        Binding([ch("n")], .startNew, "start a new restore into the folder you asked for, when it is not the one the unfinished restore goes into", hint: "new restore"),
         Binding([ch("t")], .retryFailed, "continue, and try again files that failed three times", hint: "retry failed"),
         Binding([.up, ch("k")], .up, "scroll the groups up"),
         Binding([.down, ch("j")], .down, "scroll the groups down"),

@@ -400,4 +400,41 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
+
+    func testResumingWithAnotherTargetAsksWhichOne() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let first = home.dir.path("first")
+        let other = home.dir.path("other")
+        // An unfinished restore into `first`: the optional groups are rejected.
+        let partial = try tmux(home, ["restore", "--to", first])
+        try partial.wait(for: "Place group \"papers (required)\"?")
+        try partial.press("p")
+        try partial.wait(for: "Place group \"photos\"?")
+        try partial.press("r")
+        try partial.wait(for: "Place group \"(other files)\"?")
+        try partial.press("r")
+        try partial.wait(for: "Incomplete:")
+        try partial.press("q")
+        _ = try partial.exitStatus()
+
+        let tmux = try tmux(home, ["restore", "--resume", "--to", other])
+        let asked = try tmux.wait(for: "n starts a new restore")
+        let words = asked.replacingOccurrences(of: "\n ", with: " ")
+        XCTAssertTrue(words.contains("The unfinished restore goes into \(first), not \(other)"), asked)
+        XCTAssertTrue(asked.contains("Into     \(first)"), "the screen shows the record's folder:\n\(asked)")
+        XCTAssertTrue(asked.contains("n new restore"), asked)
+        // Enter continues into the recorded folder, not the one asked for.
+        try tmux.press("Enter")
+        try tmux.wait(for: "Place group \"photos\"?")
+        try tmux.press("p")
+        try tmux.wait(for: "Place group \"(other files)\"?")
+        try tmux.press("p")
+        try tmux.wait(for: "Completed:")
+        XCTAssertNotNil(home.tree(first)["photos/beach.jpg"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: other), "the other folder was written")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
 }

@@ -49,6 +49,8 @@ struct ProfileOverview: Sendable, Equatable {
 struct RecordSnapshot: Sendable {
     var plan: RestorePlanView
     var completedAt: Date?
+    /// The folder the recorded restore goes into, as the record stores it.
+    var target: String?
 
     /// The record at `path`; nil when there is none (no file, or no plan in it).
     static func read(_ path: String) throws(AppError) -> RecordSnapshot? {
@@ -57,7 +59,7 @@ struct RecordSnapshot: Sendable {
             let record = try RestoreRecord(path: path)
             let files = try record.files()
             guard !files.isEmpty else { return nil }
-            return RecordSnapshot(plan: RestorePlanView(files: files), completedAt: try record.completedAt())
+            return RecordSnapshot(plan: RestorePlanView(files: files), completedAt: try record.completedAt(), target: try record.target())
         } catch let error as StateStoreError {
             throw AppError(.failure, error.message)
         } catch {

@@ -43,16 +43,39 @@ final class ResumeScreen: Screen {
     var title: String { profile.map { "resume \"\($0.name)\"" } ?? "resume restore" }
     var keys: KeyMap { KeyMaps.resume }
     private var resumable: Bool { record.map { $0.plan.filesPlaced < $0.plan.filesTotal } ?? false }
-    var hints: [Action] { (resumable ? [.continueRestore, .retryFailed] : []) + [.back, .help, .quit] }
+    var hints: [Action] {
+        (resumable ? [.continueRestore, .retryFailed] : []) + (otherTarget != nil ? [.startNew] : []) + [.back, .help, .quit]
+    }
+
+    /// A folder asked for (`--to`) that is not the one the unfinished restore goes into.
+    private var otherTarget: String? {
+        guard resumable, let asked = request.target, let stored = record?.target,
+              !BackupApp.sameFolder(Context.absolute(asked), stored) else { return nil }
+        return Context.absolute(asked)
+    }
+
+    /// Continuing goes into the folder the record stores, whatever was asked.
+    private var continuing: RestoreRequest {
+        var continuing = request
+        if let stored = record?.target { continuing.target = stored }
+        return continuing
+    }
 
     func handle(_ key: Key) -> Response {
         switch keys.action(for: key) {
         case .continueRestore where resumable:
-            return .replace(RestoreScreen(context: context, profile: profile, request: request, placeAll: placeAll))
+            return .replace(RestoreScreen(context: context, profile: profile, request: continuing, placeAll: placeAll))
         case .retryFailed where resumable:
-            var retry = request
+            var retry = continuing
             retry.resetAttempts = true
             return .replace(RestoreScreen(context: context, profile: profile, request: retry, placeAll: placeAll))
+        case .startNew:
+            guard let other = otherTarget else { return .ignored }
+            var fresh = request
+            fresh.resume = false
+            fresh.resetAttempts = false
+            fresh.target = other
+            return .replace(RestoreScreen(context: context, profile: profile, request: fresh, placeAll: placeAll))
         case let move? where ListMove.apply(move, to: &scroll, count: record?.plan.groups.count ?? 1, page: 10): break
         default: return .ignored
         }
@@ -61,10 +84,16 @@ final class ResumeScreen: Screen {
 
     func draw(_ canvas: Canvas) {
         var row = 2
-        if let target = request.target ?? profile?.source {
+        // The folder the record stores: the one a continued restore goes into.
+        if let target = record?.target ?? request.target ?? profile?.source {
             canvas.text("Into", row: row, column: 1, width: 9, style: .accent)
             canvas.path(Context.absolute(target), row: row, column: 10)
             row += 1
+        }
+        if let other = otherTarget, let stored = record?.target {
+            row += 1
+            row += canvas.paragraph("The unfinished restore goes into \(stored), not \(other): Enter continues it there; "
+                + "n starts a new restore into \(other) instead, and this record is replaced.", row: row, maxRows: 3, style: .warning)
         }
         if let problem {
             canvas.paragraph("The restore record cannot be read: \(problem)", row: row + 1, style: .bad)
