@@ -320,7 +320,7 @@ enum Manual {
             `~`, the home folder ($HOME). An Alt chord, or an escape sequence the terminal's description \
             does not name, does nothing. Lists page with PgUp and PgDn and go to their ends with Home and \
             End; on the profile list `/` finds a profile, `d` shows what its next sync would upload and \
-            delete (writing nothing), `o` restores from a remote no profile names (a new machine's first step), `e` edits the config file in $VISUAL or $EDITOR (vi) and reads it \
+            delete (writing nothing; `/` there finds a file), `o` restores from a remote no profile names (a new machine's first step), `e` edits the config file in $VISUAL or $EDITOR (vi) and reads it \
             again, and `x` deletes a profile after asking (its backup stays). The list reads the profiles \
             again every two seconds and shows how each one's last sync ended, whoever ran it, and a sync \
             another process runs. On a sync's screen `h` sets a write hold while it runs, and on a job's \

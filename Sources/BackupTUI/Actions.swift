@@ -181,6 +181,7 @@ enum KeyMaps {
 
     static let dryRun = KeyMap(name: "Dry run", bindings: [
         Binding([ch("s")], .sync, "run this sync now", hint: "sync"),
+        Binding([ch("/")], .search, "find a file by its path (again: the next one)", hint: "find"),
         Binding([.up, ch("k")], .up, "scroll up"),
         Binding([.down, ch("j")], .down, "scroll down"),
     ] + paging("files"))

@@ -88,7 +88,8 @@ final class TUIKeysTests: XCTestCase {
         addTeardownBlock { home.dir.cleanup() }
         try home.backUpSample()
         let tmux = try tmux(home, width: 40, height: 12)
-        let screen = try tmux.wait(for: "▸ default")
+        // The whole frame: a capture can come while curses is still writing its rows.
+        let screen = try tmux.wait(for: "the footer") { $0.contains("▸ default") && $0.contains(" quit") }
         let footer = screen.split(separator: "\n", omittingEmptySubsequences: false).last { !$0.isEmpty } ?? ""
         XCTAssertTrue(footer.hasSuffix("? help  q quit"), "footer at 40x12: \(footer)")
         for line in screen.split(separator: "\n") { XCTAssertLessThanOrEqual(line.count, 40, String(line)) }
@@ -155,7 +156,7 @@ final class TUIKeysTests: XCTestCase {
         // A scheduled run fails meanwhile (its source is not there): the list shows it unasked.
         try FileManager.default.moveItem(atPath: home.source, toPath: home.dir.path("source-away"))
         XCTAssertEqual(try home.scripted(["sync"]), 1)
-        let failed = try tmux.wait(for: "last attempt failed")
+        let failed = try tmux.waitAll(["last attempt failed", "Last run   last attempt failed ", " quit"])
         XCTAssertTrue(failed.contains("Last run   last attempt failed "), failed)
         XCTAssertTrue(failed.contains(": the source folder "), failed)
         // Another process runs a sync of it (holds its lock): the list says so, and then not.
@@ -186,11 +187,11 @@ final class TUIKeysTests: XCTestCase {
         }
         XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
         let tmux = try tmux(home, ["sync", "--yes"])
-        let done = try tmux.wait(for: "Completed: 1 file uploaded")
+        let done = try tmux.waitAll(["Completed: 1 file uploaded", "v notes"])
         XCTAssertTrue(done.contains("Notes    12 (v shows them all)"), done)
         XCTAssertTrue(done.contains("v notes"), done)
         try tmux.press("v")
-        let notes = try tmux.wait(for: "12 notes:")
+        let notes = try tmux.waitAll(["12 notes:", "END", " quit"])
         for index in 1...11 { XCTAssertTrue(notes.contains("skipped fifo-\(index): it is a FIFO"), notes) }
         XCTAssertTrue(notes.contains("END"), "the long note is there in full:\n\(notes)")
         try tmux.press("Escape")
@@ -210,7 +211,7 @@ final class TUIKeysTests: XCTestCase {
         let list = try tmux.wait(for: "▸ default")
         XCTAssertTrue(list.contains("d dry run"), list)
         try tmux.press("d")
-        let plan = try tmux.wait(for: "The next sync would upload 1 file")
+        let plan = try tmux.waitAll(["The next sync would upload 1 file", "+ new-notes.txt", "− todo.txt", " quit"])
         XCTAssertTrue(plan.contains("+ new-notes.txt"), plan)
         XCTAssertTrue(plan.contains("− todo.txt"), plan)
         XCTAssertTrue(plan.replacingOccurrences(of: "\n ", with: " ").contains("and delete 1 file from the remote"), plan)
@@ -260,7 +261,7 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("C-u")
         try tmux.type(target)
         try tmux.press("Enter")
-        let pick = try tmux.wait(for: "(other files)")
+        let pick = try tmux.waitAll(["[x] ! papers", "(other files)"])
         XCTAssertTrue(pick.contains("[x] ! papers"), pick)
         XCTAssertTrue(pick.contains("[x]   photos"), pick)
         XCTAssertFalse(FileManager.default.fileExists(atPath: target + "/photos"), "downloaded before the choice")
@@ -352,7 +353,7 @@ final class TUIKeysTests: XCTestCase {
         let tmux = try tmux(home, width: 40, height: 12)
         try tmux.wait(for: "▸ default")
         try tmux.press("d")
-        let plan = try tmux.wait(for: "+ new-notes.txt")
+        let plan = try tmux.waitAll(["+ new-notes.txt", "− todo.txt"])
         XCTAssertTrue(plan.contains("− todo.txt"), plan)
         try tmux.press("Escape")
         try tmux.wait(for: "▸ default")
@@ -420,7 +421,7 @@ final class TUIKeysTests: XCTestCase {
         _ = try partial.exitStatus()
 
         let tmux = try tmux(home, ["restore", "--resume", "--to", other])
-        let asked = try tmux.wait(for: "n starts a new restore")
+        let asked = try tmux.waitAll(["n starts a new restore", "n new restore"])
         let words = asked.replacingOccurrences(of: "\n ", with: " ")
         XCTAssertTrue(words.contains("The unfinished restore goes into \(first), not \(other)"), asked)
         XCTAssertTrue(asked.contains("Into     \(first)"), "the screen shows the record's folder:\n\(asked)")
@@ -435,6 +436,33 @@ final class TUIKeysTests: XCTestCase {
         XCTAssertNotNil(home.tree(first)["photos/beach.jpg"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: other), "the other folder was written")
         try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
+    func testSlashFindsAFileInALongDryRun() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.write("first.txt", "backed up")
+        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", home.remote]), 0)
+        XCTAssertEqual(try home.scripted(["sync", "--yes"]), 0)
+        for index in 0..<200 { try home.write(String(format: "f%03d.txt", index), "x") }
+        try home.write("zz/needle-file.txt", "found")
+        let tmux = try tmux(home, width: 60, height: 16)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("d")
+        let first = try tmux.wait(for: "+ f000.txt")
+        XCTAssertFalse(first.contains("needle"), first)
+        try tmux.press("/")
+        try tmux.wait(for: "Find a file")
+        try tmux.type("NEEDLE")
+        try tmux.press("Enter")
+        try tmux.wait(for: "+ zz/needle-file.txt")
+        try tmux.press("/")
+        try tmux.press("C-u")
+        try tmux.type("nowhere")
+        try tmux.press("Enter")
+        try tmux.wait(for: "has \"nowhere\" in its path")
+        try tmux.press("F10")
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 }

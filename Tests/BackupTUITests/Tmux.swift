@@ -151,6 +151,15 @@ final class Tmux {
         throw NSError(domain: "tmux", code: 2, userInfo: [NSLocalizedDescriptionKey: "timed out waiting for \(what)"])
     }
 
+    /// The screen once it shows every one of `texts` (a capture can come while curses is still
+    /// writing a frame's rows, so a test waits for the last row it reads, not the first).
+    @discardableResult
+    func waitAll(_ texts: [String], timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try wait(for: texts.joined(separator: " and "), timeout: timeout, file: file, line: line) { screen in
+            texts.allSatisfy(screen.contains)
+        }
+    }
+
     /// Waits until the pane shows `text`.
     @discardableResult
     func wait(for text: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line) throws -> String {

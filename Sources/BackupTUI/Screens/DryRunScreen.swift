@@ -15,6 +15,11 @@ final class DryRunScreen: Screen {
     private var seen = -1
     private var scroll = 0
     private var room = 10
+    /// The "find a file" question, what was looked for last, and the row it found.
+    private var searchPrompt: InputDialog?
+    private var lastSearch = ""
+    private var found: Int?
+    private var message: String?
 
     init(context: Context, profile: Profile) {
         self.context = context
@@ -24,7 +29,11 @@ final class DryRunScreen: Screen {
 
     var title: String { "dry run \"\(profile.name)\"" }
     var keys: KeyMap { KeyMaps.dryRun }
-    var hints: [Action] { plan == nil ? [.back, .help, .quit] : [.sync, .back, .help, .quit] }
+    var hints: [Action] {
+        if searchPrompt != nil { return [.help, .quit] }
+        return plan == nil ? [.back, .help, .quit] : [.sync, .search, .back, .help, .quit]
+    }
+    var typing: Bool { searchPrompt != nil }
     var runningJob: (any Job)? { job.isRunning ? job : nil }
 
     /// The plan, once the preview found one.
@@ -42,7 +51,22 @@ final class DryRunScreen: Screen {
     }
 
     func handle(_ key: Key) -> Response {
+        if var prompt = searchPrompt {
+            switch prompt.handle(key) {
+            case .editing: searchPrompt = prompt
+            case .notAnEdit: return .ignored
+            case .cancelled: searchPrompt = nil
+            case .submitted(let text):
+                searchPrompt = nil
+                find(text)
+            }
+            return .handled
+        }
         let action = keys.action(for: key)
+        if action == .search, plan != nil {
+            searchPrompt = InputDialog(title: "Find a file", label: "Path contains:", field: TextField(lastSearch))
+            return .handled
+        }
         if let plan, ListMove.apply(action, to: &scroll, count: max(plan.uploads.count + plan.deletes.count - room + 1, 1), page: room) {
             return .handled
         }
@@ -52,7 +76,32 @@ final class DryRunScreen: Screen {
         return .ignored
     }
 
+    /// Scrolls to the next upload or delete after the one found last (around the end) whose
+    /// path contains `text`, ignoring case. Looks through the plan once per search, not per frame.
+    private func find(_ text: String) {
+        guard let plan, !text.isEmpty else { return }
+        let total = plan.uploads.count + plan.deletes.count
+        guard total > 0 else { return }
+        let start = text == lastSearch ? (found ?? scroll) + 1 : scroll
+        lastSearch = text
+        for step in 0..<total {
+            let index = (start + step) % total
+            let path = index < plan.uploads.count ? plan.uploads[index].path : plan.deletes[index - plan.uploads.count]
+            if path.localizedCaseInsensitiveContains(text) {
+                found = index
+                scroll = index
+                message = nil
+                return
+            }
+        }
+        message = "No file to upload or delete has \"\(text)\" in its path."
+    }
+
     func draw(_ canvas: Canvas) {
+        defer {
+            if let message { canvas.text(message, row: canvas.body.upperBound, style: .warning) }
+            searchPrompt?.draw(canvas)
+        }
         // A small terminal gives the list the rows of the source and remote (the title names the profile).
         let compact = canvas.rows < 20
         var row = compact ? 1 : 2
@@ -102,15 +151,16 @@ final class DryRunScreen: Screen {
         scroll = min(scroll, max(total - room, 0))
         // Only the rows in view: an upload by its position, then the deletes after them.
         for index in scroll..<min(scroll + room, total) {
+            let style: Style = index == found ? .selection : .normal
             if index < plan.uploads.count {
                 let entry = plan.uploads[index]
                 let size = Format.bytes(entry.size)
                 canvas.text("+", row: row, column: 1, style: .good)
-                canvas.path(entry.path, row: row, column: 3, width: max(canvas.columns - 5 - DisplayWidth.of(size) - 1, 4))
+                canvas.path(entry.path, row: row, column: 3, width: max(canvas.columns - 5 - DisplayWidth.of(size) - 1, 4), style: style)
                 canvas.text(size, row: row, column: canvas.columns - 1 - DisplayWidth.of(size), style: .dim)
             } else {
                 canvas.text("−", row: row, column: 1, style: .bad)
-                canvas.path(plan.deletes[index - plan.uploads.count], row: row, column: 3)
+                canvas.path(plan.deletes[index - plan.uploads.count], row: row, column: 3, style: style)
             }
             row += 1
         }
