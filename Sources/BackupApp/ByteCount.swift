@@ -16,6 +16,11 @@ public enum ByteCount {
     }
 }
 
+public enum FileCount {
+    /// "1 file", "3 files": how the scripted mode and the stored outcomes count files.
+    public static func text(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
+}
+
 public enum DurationText {
     /// Seconds as "0:07", "12:34" or "1:02:03"; "–" for a time that cannot be told.
     public static func text(_ seconds: Double) -> String {

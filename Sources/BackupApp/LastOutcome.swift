@@ -35,18 +35,18 @@ public struct LastOutcome: Sendable, Equatable {
         switch summary.result {
         case .ran(.completed(let report)):
             kind = .completed
-            words = "\(Self.files(report.fileCount)) uploaded, \(report.deleted.count) deleted"
-                + (report.sourceFailures.isEmpty ? "" : ", \(Self.files(report.sourceFailures.count)) could not be read")
+            words = "\(FileCount.text(report.fileCount)) uploaded, \(report.deleted.count) deleted"
+                + (report.sourceFailures.isEmpty ? "" : ", \(FileCount.text(report.sourceFailures.count)) could not be read")
                 + (report.deleteFailures.isEmpty ? "" : ", \(report.deleteFailures.count) deletes failed")
         case .ran(.held(let reason, let report)):
             kind = .unavailable
-            words = "stopped by the write hold (\(reason)) after \(Self.files(report.fileCount)) uploaded"
+            words = "stopped by the write hold (\(reason)) after \(FileCount.text(report.fileCount)) uploaded"
         case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
             kind = .unavailable
             words = Explanations.of(reason, remote: remote).what
         case .ran(.failed(let error, let report)):
             kind = .failed
-            words = "\(error.message) (after \(Self.files(report.fileCount)) uploaded)"
+            words = "\(error.message) (after \(FileCount.text(report.fileCount)) uploaded)"
         case .previewed(.failed(let error)):
             kind = .failed
             words = error.message
@@ -74,7 +74,6 @@ public struct LastOutcome: Sendable, Equatable {
         }
     }
 
-    private static func files(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
 
     // MARK: Stored
 

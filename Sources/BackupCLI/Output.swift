@@ -50,10 +50,10 @@ final class Output: Sendable {
         case .syncStage(let stage):
             let (name, fields, words): (String, [String: Any], String) = switch stage {
             case .uploading(let files, let bytes):
-                ("uploading", ["files": files, "bytes": bytes], "uploading \(Self.files(files)) (\(Self.bytes(bytes)))")
-            case .deleting(let files): ("deleting", ["files": files], "deleting \(Self.files(files)) from the remote")
+                ("uploading", ["files": files, "bytes": bytes], "uploading \(FileCount.text(files)) (\(Self.bytes(bytes)))")
+            case .deleting(let files): ("deleting", ["files": files], "deleting \(FileCount.text(files)) from the remote")
             case .updatingMetadata(let files):
-                ("updating metadata", ["files": files], "setting the mode and times of \(Self.files(files)) on the remote")
+                ("updating metadata", ["files": files], "setting the mode and times of \(FileCount.text(files)) on the remote")
             case .writingMarker(let bytes): ("writing the marker", ["bytes": bytes], "writing the backup's marker (\(Self.bytes(bytes)))")
             }
             if json { emit(["event": "stage", "stage": name].merging(fields) { a, _ in a }) } else { progress(words + "…", force: true) }
@@ -231,7 +231,4 @@ final class Output: Sendable {
     }
 
     static func bytes(_ count: Int64) -> String { ByteCount.text(count) }
-
-    /// "1 file", "3 files".
-    static func files(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
 }

@@ -20,6 +20,10 @@ struct Canvas {
         columns = size.columns
     }
 
+    /// A terminal too short for the blank rows and header lines of a roomy layout (40x12):
+    /// screens drop those first, so their fields and lists stay in view.
+    var compact: Bool { rows < 20 }
+
     /// The first and last rows screens may use between the title bar and the footer.
     var body: ClosedRange<Int> { 1...max(1, rows - 2) }
 

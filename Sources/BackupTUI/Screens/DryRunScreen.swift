@@ -51,16 +51,13 @@ final class DryRunScreen: Screen {
     }
 
     func handle(_ key: Key) -> Response {
-        if var prompt = searchPrompt {
-            switch prompt.handle(key) {
-            case .editing: searchPrompt = prompt
-            case .notAnEdit: return .ignored
-            case .cancelled: searchPrompt = nil
-            case .submitted(let text):
-                searchPrompt = nil
-                find(text)
-            }
+        switch InputDialog.apply(key, to: &searchPrompt) {
+        case .consumed?: return .handled
+        case .passed?: return .ignored
+        case .submitted(let text)?:
+            find(text)
             return .handled
+        case nil: break
         }
         let action = keys.action(for: key)
         if action == .search, plan != nil {
@@ -84,15 +81,15 @@ final class DryRunScreen: Screen {
         guard total > 0 else { return }
         let start = text == lastSearch ? (found ?? scroll) + 1 : scroll
         lastSearch = text
-        for step in 0..<total {
-            let index = (start + step) % total
+        let hit = ListMove.firstMatch(from: start, count: total) { index in
             let path = index < plan.uploads.count ? plan.uploads[index].path : plan.deletes[index - plan.uploads.count]
-            if path.localizedCaseInsensitiveContains(text) {
-                found = index
-                scroll = index
-                message = nil
-                return
-            }
+            return path.localizedCaseInsensitiveContains(text)
+        }
+        if let hit {
+            found = hit
+            scroll = hit
+            message = nil
+            return
         }
         message = "No file to upload or delete has \"\(text)\" in its path."
     }
@@ -103,7 +100,7 @@ final class DryRunScreen: Screen {
             searchPrompt?.draw(canvas)
         }
         // A small terminal gives the list the rows of the source and remote (the title names the profile).
-        let compact = canvas.rows < 20
+        let compact = canvas.compact
         var row = compact ? 1 : 2
         func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {
             canvas.field(name, value, row: &row, label: 9, style: style, path: path)
@@ -145,7 +142,7 @@ final class DryRunScreen: Screen {
         if plan.uploads.isEmpty && plan.deletes.isEmpty { words = "The next sync would change nothing: \(Format.files(plan.unchanged)) are up to date." }
         if plan.identityReset { words += " The remote's identity changed: everything is uploaded again." }
         row += canvas.paragraph(words, row: row, maxRows: 3, style: .accent)
-        if canvas.rows >= 20 { row += 1 }
+        if !canvas.compact { row += 1 }
         let total = plan.uploads.count + plan.deletes.count
         room = max(canvas.body.upperBound - row, 1)
         scroll = min(scroll, max(total - room, 0))

@@ -103,7 +103,7 @@ final class FirstRunScreen: Screen {
     func draw(_ canvas: Canvas) {
         // A small terminal keeps every field and the consent box in view: the introduction
         // goes to one row, and the blank rows go.
-        let compact = canvas.rows < 20
+        let compact = canvas.compact
         var row = compact ? 1 : 2
         row += canvas.paragraph(
             "Which folder to back up, and where to. A folder path as the remote (another disk, a NAS share) "

@@ -89,7 +89,7 @@ final class GroupPickScreen: Screen {
 
     func draw(_ canvas: Canvas) {
         // A small terminal gives the groups the rows of the remote and the target.
-        let compact = canvas.rows < 20
+        let compact = canvas.compact
         var row = compact ? 1 : 2
         if !compact {
             canvas.field("From", profile.remote, row: &row, label: 9, path: true)

@@ -37,16 +37,13 @@ final class HoldScreen: Screen {
     }
 
     func handle(_ key: Key) -> Response {
-        if var prompt = reasonPrompt {
-            switch prompt.handle(key) {
-            case .editing: reasonPrompt = prompt
-            case .notAnEdit: return .ignored
-            case .cancelled: reasonPrompt = nil
-            case .submitted(let reason):
-                reasonPrompt = nil
-                change(.held(reason: reason.isEmpty ? "set in backup's interface" : reason))
-            }
+        switch InputDialog.apply(key, to: &reasonPrompt) {
+        case .consumed?: return .handled
+        case .passed?: return .ignored
+        case .submitted(let reason)?:
+            change(.held(reason: reason.isEmpty ? "set in backup's interface" : reason))
             return .handled
+        case nil: break
         }
         switch keys.action(for: key) {
         case .setHold:

@@ -12,14 +12,23 @@ final class HomeScreen: Screen {
     private var selected = 0
     private var problem: String?
     private var message: String?
-    private var targetPrompt: InputDialog?
-    /// The "find a profile" question, and what was looked for last (asked again, it finds the next).
-    private var searchPrompt: InputDialog?
-    /// A restore from a remote no profile names: its URL asked first, then the target folder.
-    private var remotePrompt: InputDialog?
-    private var bareTargetPrompt: (dialog: InputDialog, remote: String)?
+    /// What a question asks for (at most one is up at a time).
+    private enum Question {
+        /// `/`: a profile to find.
+        case search
+        /// `r`: the folder to restore `profile` into.
+        case target(Profile)
+        /// `o`: a remote no profile names, then (`bareTarget`) the folder to restore it into.
+        case remote
+        case bareTarget(remote: String)
+    }
+
+    /// The question that is up, and what it is for.
+    private var question: InputDialog?
+    private var asking: Question = .search
     /// "Delete this profile?", and the profile it asks about.
     private var deleting: (dialog: ConfirmDialog, profile: Profile)?
+    /// What `/` looked for last: asked again, it finds the next one.
     private var lastSearch = ""
     /// How many profiles the list showed last: a page for PgUp and PgDn.
     private var listRows = 10
@@ -40,7 +49,7 @@ final class HomeScreen: Screen {
 
     var title: String { "profiles" }
     var keys: KeyMap { KeyMaps.home }
-    var typing: Bool { targetPrompt != nil || searchPrompt != nil || remotePrompt != nil || bareTargetPrompt != nil }
+    var typing: Bool { question != nil }
 
     var hints: [Action] {
         if deleting != nil { return [] }
@@ -64,36 +73,18 @@ final class HomeScreen: Screen {
 
     private var current: ProfileOverview? { rows.indices.contains(selected) ? rows[selected] : nil }
 
+    /// Asks `dialog` for `purpose`.
+    private func ask(_ purpose: Question, _ dialog: InputDialog) {
+        asking = purpose
+        question = dialog
+    }
+
     func handle(_ key: Key) -> Response {
-        if var prompt = remotePrompt {
-            switch prompt.handle(key) {
-            case .editing: remotePrompt = prompt
-            case .notAnEdit: return .ignored
-            case .cancelled: remotePrompt = nil
-            case .submitted(let url):
-                remotePrompt = nil
-                guard !url.isEmpty else { return .handled }
-                bareTargetPrompt = (InputDialog(title: "Restore from \(url)", label: "Into which folder? (a new one is made)", field: TextField()), url)
-            }
-            return .handled
-        }
-        if let (dialog, url) = bareTargetPrompt {
-            var prompt = dialog
-            switch prompt.handle(key) {
-            case .editing: bareTargetPrompt = (prompt, url)
-            case .notAnEdit: return .ignored
-            case .cancelled: bareTargetPrompt = nil
-            case .submitted(let target):
-                guard !target.isEmpty else {
-                    message = "A restore from a remote needs the folder to restore into."
-                    return .handled
-                }
-                bareTargetPrompt = nil
-                let remote = url.contains("://") ? url : Context.absolute(url)
-                let carrier = Profile(name: "remote", source: Context.absolute(target), remote: remote)
-                return .push(GroupPickScreen(context: context, profile: carrier, target: target, bare: true))
-            }
-            return .handled
+        switch InputDialog.apply(key, to: &question) {
+        case .consumed?: return .handled
+        case .passed?: return .ignored
+        case .submitted(let text)?: return answered(text)
+        case nil: break
         }
         if let (dialog, profile) = deleting {
             guard let yes = dialog.handle(key) else { return .handled }
@@ -108,45 +99,17 @@ final class HomeScreen: Screen {
             reload()
             return .handled
         }
-        if var prompt = searchPrompt {
-            switch prompt.handle(key) {
-            case .editing: searchPrompt = prompt
-            case .notAnEdit: return .ignored
-            case .cancelled: searchPrompt = nil
-            case .submitted(let text):
-                searchPrompt = nil
-                find(text)
-            }
-            return .handled
-        }
-        if var prompt = targetPrompt {
-            switch prompt.handle(key) {
-            case .editing:
-                targetPrompt = prompt
-            case .notAnEdit:
-                return .ignored
-            case .cancelled:
-                targetPrompt = nil
-            case .submitted(let target):
-                targetPrompt = nil
-                guard let profile = current?.profile else { return .handled }
-                // The groups are chosen before anything is downloaded; local files that differ are
-                // asked about at each group's prompt, never replaced unasked.
-                return .push(GroupPickScreen(context: context, profile: profile, target: target.isEmpty ? nil : target))
-            }
-            return .handled
-        }
         guard let action = keys.action(for: key) else { return .ignored }
         message = nil
         switch action {
         case .up, .down, .pageUp, .pageDown, .first, .last:
             _ = ListMove.apply(action, to: &selected, count: rows.count, page: listRows)
         case .search:
-            searchPrompt = InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch))
+            ask(.search, InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch)))
         case .refresh: reload()
         case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
         case .restoreRemote:
-            remotePrompt = InputDialog(title: "Restore from a remote", label: "Remote (a folder, webdav://…, s3://…):", field: TextField())
+            ask(.remote, InputDialog(title: "Restore from a remote", label: "Remote (a folder, webdav://…, s3://…):", field: TextField()))
         case .editConfig:
             let path = context.app.configPath
             let editor = Self.editor(context.app.environment)
@@ -168,15 +131,42 @@ final class HomeScreen: Screen {
             case .dryRun: return .push(DryRunScreen(context: context, profile: profile))
             case .showProfile: return .push(ProfileScreen(context: context, overview: overview))
             case .restore:
-                targetPrompt = InputDialog(
+                ask(.target(profile), InputDialog(
                     title: "Restore \"\(profile.name)\"", label: "Into which folder? (files that differ are asked about)",
-                    field: TextField(profile.source))
+                    field: TextField(profile.source)))
             case .resume:
                 let request = RestoreRequest(resume: true)
                 return .push(ResumeScreen(context: context, profile: profile, request: request))
             default: return .push(HoldScreen(context: context, profile: profile))
             }
         default: return .ignored
+        }
+        return .handled
+    }
+
+    /// What the answer to the question that was up leads to.
+    private func answered(_ text: String) -> Response {
+        switch asking {
+        case .search:
+            find(text)
+        case .target(let profile):
+            // The groups are chosen before anything is downloaded; local files that differ are
+            // asked about at each group's prompt, never replaced unasked.
+            return .push(GroupPickScreen(context: context, profile: profile, target: text.isEmpty ? nil : text))
+        case .remote:
+            guard !text.isEmpty else { return .handled }
+            ask(.bareTarget(remote: text),
+                InputDialog(title: "Restore from \(text)", label: "Into which folder? (a new one is made)", field: TextField()))
+        case .bareTarget(let url):
+            guard !text.isEmpty else {
+                message = "A restore from a remote needs the folder to restore into."
+                ask(.bareTarget(remote: url),
+                    InputDialog(title: "Restore from \(url)", label: "Into which folder? (a new one is made)", field: TextField()))
+                return .handled
+            }
+            let remote = url.contains("://") ? url : Context.absolute(url)
+            let carrier = Profile(name: "remote", source: Context.absolute(text), remote: remote)
+            return .push(GroupPickScreen(context: context, profile: carrier, target: text, bare: true))
         }
         return .handled
     }
@@ -218,13 +208,13 @@ final class HomeScreen: Screen {
         // The same text again goes on from the one found; a new one starts at the selection.
         let start = text == lastSearch ? selected + 1 : selected
         lastSearch = text
-        for step in 0..<rows.count {
-            let index = (start + step) % rows.count
+        let hit = ListMove.firstMatch(from: start, count: rows.count) { index in
             let profile = rows[index].profile
-            if [profile.name, profile.source, profile.remote].contains(where: { $0.localizedCaseInsensitiveContains(text) }) {
-                selected = index
-                return
-            }
+            return [profile.name, profile.source, profile.remote].contains { $0.localizedCaseInsensitiveContains(text) }
+        }
+        if let hit {
+            selected = hit
+            return
         }
         message = "No profile's name, source or remote contains \"\(text)\"."
     }
@@ -232,10 +222,7 @@ final class HomeScreen: Screen {
     func draw(_ canvas: Canvas) {
         defer {
             if let message { canvas.text(message, row: canvas.body.upperBound, style: .warning) }
-            targetPrompt?.draw(canvas)
-            searchPrompt?.draw(canvas)
-            remotePrompt?.draw(canvas)
-            bareTargetPrompt?.dialog.draw(canvas)
+            question?.draw(canvas)
             deleting?.dialog.draw(canvas)
         }
         var row = 2

@@ -15,7 +15,7 @@ final class RestoreScreen: Screen {
     private(set) var job: RestoreJob
     private(set) var state = RestoreJobState()
     private var seen = -1
-    private var lastSecond = -1
+    private var secondHand = SecondHand()
     private(set) var prompt: PlacementPrompt?
     private var scroll = 0
 
@@ -61,10 +61,7 @@ final class RestoreScreen: Screen {
 
     func update() -> Bool {
         let snapshot = job.snapshot
-        // While it runs, the elapsed time and the sign of life move once a second.
-        let second = Int(context.clock().rounded(.down))
-        let tick = snapshot.result == nil && second != lastSecond
-        lastSecond = second
+        let tick = secondHand.moved(at: context.clock()) && snapshot.result == nil
         guard snapshot.version != seen else { return tick }
         seen = snapshot.version
         if state.result == nil, let result = snapshot.result {

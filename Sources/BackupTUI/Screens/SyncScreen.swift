@@ -15,7 +15,7 @@ final class SyncScreen: Screen {
     private(set) var job: SyncJob
     private(set) var state = SyncJobState()
     private var seen = -1
-    private var lastSecond = -1
+    private var secondHand = SecondHand()
     private var confirm: ConfirmDialog?
     /// Back from the hold screen with the hold that stopped this run cleared.
     private var holdCleared = false
@@ -64,11 +64,7 @@ final class SyncScreen: Screen {
 
     func update() -> Bool {
         let snapshot = job.snapshot
-        // While it runs, the elapsed time and the sign of life move once a second, even when
-        // nothing else does (a stalled server).
-        let second = Int(context.clock().rounded(.down))
-        let tick = snapshot.result == nil && second != lastSecond
-        lastSecond = second
+        let tick = secondHand.moved(at: context.clock()) && snapshot.result == nil
         guard snapshot.version != seen else { return tick }
         seen = snapshot.version
         if state.result == nil, let result = snapshot.result {
@@ -130,7 +126,7 @@ final class SyncScreen: Screen {
         defer { confirm?.draw(canvas) }
         let label = 9
         // A small terminal loses the blank rows first.
-        let roomy = canvas.rows >= 20
+        let roomy = !canvas.compact
         var row = roomy ? 2 : 1
         func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {
             canvas.field(name, value, row: &row, label: label, style: style, path: path)

@@ -17,6 +17,18 @@ struct TransferState: Sendable {
     }
 }
 
+/// Whether a new second began since the last look: the clock of the elapsed time and the sign
+/// of life, which move once a second while a job runs even when nothing else does.
+struct SecondHand {
+    private var last = -1
+
+    mutating func moved(at time: Double) -> Bool {
+        let second = Int(time.rounded(.down))
+        defer { last = second }
+        return second != last
+    }
+}
+
 enum TransferPanel {
     /// The characters of the sign of life, one a second.
     static let spinner: [Character] = ["|", "/", "-", "\\"]
@@ -31,12 +43,6 @@ enum TransferPanel {
         let barWidth = max(canvas.columns - 9, 4)
         canvas.bar(fraction, row: row, column: 1, width: barWidth)
         canvas.text(String(Int((fraction * 100).rounded(.down))) + "%", row: row, column: barWidth + 2)
-    }
-
-    /// "12.3 MiB of 50 MiB · 1.2 MiB/s · ETA 0:31", the rate and ETA over the last seconds.
-    static func bytesLine(_ state: TransferState, now: Double, running: Bool) -> String {
-        let (amount, speed) = bytesParts(state, now: now, running: running)
-        return speed.map { amount + " · " + $0 } ?? amount
     }
 
     /// The amount ("12.3 MiB of 50 MiB") and, while it runs, the speed ("1.2 MiB/s · ETA 0:31").

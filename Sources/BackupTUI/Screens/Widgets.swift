@@ -118,6 +118,28 @@ struct InputDialog {
         }
     }
 
+    /// What a key did to the question in `dialog`, if one is up (nil when none is): typed into
+    /// it (`consumed`), closed it (Esc: `consumed`; Enter: `submitted`, and `dialog` is nil
+    /// after both), or is not the dialog's (`passed`: F1, F10, for the loop's global keys).
+    enum Answer { case consumed, passed, submitted(String) }
+
+    static func apply(_ key: Key, to dialog: inout InputDialog?) -> Answer? {
+        guard var open = dialog else { return nil }
+        switch open.handle(key) {
+        case .editing:
+            dialog = open
+            return .consumed
+        case .notAnEdit:
+            return .passed
+        case .cancelled:
+            dialog = nil
+            return .consumed
+        case .submitted(let text):
+            dialog = nil
+            return .submitted(text)
+        }
+    }
+
     func draw(_ canvas: Canvas) {
         let width = min(canvas.columns - 4, 72)
         let top = max((canvas.rows - 6) / 2, 1)
@@ -195,5 +217,12 @@ enum ListMove {
         default: return false
         }
         return true
+    }
+
+    /// The first position from `start` on, around the end, in a list of `count` that
+    /// `matches`; nil when none does. How `/` finds the next hit in a list.
+    static func firstMatch(from start: Int, count: Int, _ matches: (Int) -> Bool) -> Int? {
+        guard count > 0 else { return nil }
+        return (0..<count).lazy.map { (start + $0) % count }.first(where: matches)
     }
 }
