@@ -182,7 +182,8 @@ final class TUITruthfulWordsTests: XCTestCase {
         let home = try freshHome()
         try home.backUpSample()
         let tmux = try tmux(home, [])
-        let before = try tmux.wait(for: "synced ")
+        // The whole frame, down to the footer (a capture can come while curses writes it).
+        let before = try tmux.waitAll(["synced ", "Hold       none", " q quit"])
         // Another program writes straight to the terminal, over the interface.
         let tty = try tmux.format("#{pane_tty}")
         let handle = try XCTUnwrap(FileHandle(forWritingAtPath: tty))
@@ -190,7 +191,7 @@ final class TUITruthfulWordsTests: XCTestCase {
         try handle.close()
         try tmux.wait(for: "SCRIBBLED-OVER")
         try tmux.press("C-l")
-        let after = try tmux.wait(for: "the scribble to go") { !$0.contains("SCRIBBLED") && $0.contains("synced ") }
+        let after = try tmux.wait(for: "the scribble to go") { !$0.contains("SCRIBBLED") && $0.contains("synced ") && $0.contains(" q quit") }
         XCTAssertEqual(after, before, "the repainted screen is the one drawn before")
         try tmux.press("q")
         XCTAssertEqual(try tmux.exitStatus(), 0)
