@@ -144,6 +144,21 @@ final class TransferMeter: Sendable {
         onTick.withLock { $0 = handler }
     }
 
+    /// A job's progress handler: each event `emit` makes carries the engine's latest counts and
+    /// the meter's bytes, whether the engine reported (the returned handler, given the counts)
+    /// or bytes moved during a file (a tick, with the counts reported last; none before the
+    /// engine's first report).
+    func progress<Counts: Sendable>(_ emit: @escaping @Sendable (Counts, TransferReading) -> Void) -> @Sendable (Counts) -> Void {
+        let latest = Mutex<Counts?>(nil)
+        onTick { reading in
+            if let counts = latest.withLock({ $0 }) { emit(counts, reading) }
+        }
+        return { [self] counts in
+            latest.withLock { $0 = counts }
+            emit(counts, reading)
+        }
+    }
+
     /// Adds `bytes` to what the job expects to move.
     func expect(_ bytes: Int64) {
         state.withLock { $0.expected += bytes }

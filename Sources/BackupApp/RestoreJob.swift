@@ -140,14 +140,7 @@ extension BackupApp {
                 target: target, overwrite: request.overwrite, offersConflicts: request.decide != nil, decide: { offer in await decide?(offer) ?? .placed },
                 onConflict: { offer in events(.conflict(group: offer.group.label, paths: offer.conflicts.map(\.localPath))) })
             // Counts from the engine, bytes from the meter: each event carries the latest of both.
-            let counts = Mutex<RestoreProgress?>(nil)
-            meter.onTick { reading in
-                if let value = counts.withLock({ $0 }) { events(.restoreProgress(value, transfer: reading)) }
-            }
-            let progress: RestoreProgressHandler = { value in
-                counts.withLock { $0 = value }
-                events(.restoreProgress(value, transfer: meter.reading))
-            }
+            let progress: RestoreProgressHandler = meter.progress { value, reading in events(.restoreProgress(value, transfer: reading)) }
 
             let outcome: RestoreOutcome
             // The writer the restored backup's marker names (nil on --resume: not read again).

@@ -239,15 +239,10 @@ extension BackupApp {
             if consentGiven && availability == .available { try state.setMeta(BackupApp.consentKey, remoteURL) }
             events(.phase("syncing"))
             // Steps from the engine, bytes from the meter: each event carries the latest of both.
-            let steps = Mutex((done: 0, total: 0))
-            meter.onTick { reading in
-                let (done, total) = steps.withLock { $0 }
-                events(.syncProgress(done: done, total: total, transfer: reading))
+            let progress = meter.progress { (steps: (done: Int, total: Int), reading) in
+                events(.syncProgress(done: steps.done, total: steps.total, transfer: reading))
             }
-            let outcome = try await engine.sync(snapshot, onProgress: { done, total in
-                steps.withLock { $0 = (done, total) }
-                events(.syncProgress(done: done, total: total, transfer: meter.reading))
-            }, onStage: { stage in
+            let outcome = try await engine.sync(snapshot, onProgress: { done, total in progress((done, total)) }, onStage: { stage in
                 switch stage {
                 case .uploading(_, let bytes), .writingMarker(let bytes): meter.expect(bytes)
                 case .deleting, .updatingMetadata: break
