@@ -15,7 +15,6 @@ struct RestoreJobState: Sendable {
     var progress: RestoreProgress?
     /// The bytes received, expected and in flight, and the rate over them.
     var transfer = TransferState()
-    var current: String?
     /// When the job started (clock seconds), for the elapsed time.
     var startedAt: Double?
     /// The plan by group, once the engine recorded it.
@@ -116,10 +115,7 @@ final class RestoreJob: Job {
             case .restoreProgress(let value, let transfer):
                 state.progress = value
                 state.transfer.update(transfer, at: now)
-                if let current = transfer.current {
-                    state.current = current
-                    state.plan?.downloading(current)
-                }
+                if let current = transfer.current { state.plan?.downloading(current) }
                 state.plan?.progress(value)
             case .note(let path, let message):
                 state.notes.append(message.isEmpty ? path : message)
