@@ -408,15 +408,15 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     fileprivate func header(_ line: UnsafeBufferPointer<UInt8>) {
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = ASCIIText.trimmedString(line)
         if text.hasPrefix("HTTP/") {
             // A new status line (after "100 Continue", or an interim response) starts afresh.
             let fields = text.split(separator: " ", maxSplits: 2)
             status = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
             headers = [:]
         } else if let colon = text.firstIndex(of: ":") {
-            let name = text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = ASCIIText.trimmedString(text.utf8[..<colon]).lowercased()
+            let value = ASCIIText.trimmedString(text.utf8[text.index(after: colon)...])
             if let existing = headers[name] { headers[name] = existing + ", " + value } else { headers[name] = value }
         }
     }

@@ -194,10 +194,10 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
 
         mutating func endElement() throws {
             guard let slot = slots.popLast() else { return }
-            let value = String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            var value: String { ASCIIText.trimmedString(text) }
             switch slot {
             case .href: href = value
-            case .status: statusOK = value.contains(" 200")
+            case .status: statusOK = Self.isSuccess(statusLine: value)
             case .principalHref: found.principal = value
             case .field(.contentLength): foundSize = Int64(value)
             case .field(.etag): foundETag = WebDAVStorage.versionId(etag: value)
@@ -223,6 +223,11 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
             default:
                 break
             }
+        }
+
+        /// Whether a propstat's `HTTP/1.1 200 OK` says 200: its second word.
+        static func isSuccess(statusLine: String) -> Bool {
+            statusLine.split(separator: " ", maxSplits: 2).dropFirst().first == "200"
         }
 
         private mutating func finishResponse() {

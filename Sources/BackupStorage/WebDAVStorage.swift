@@ -578,7 +578,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// Where `href` (a path, or a full URL) points, seen from `endpoint`'s server.
     static func hrefLocation(_ href: String, on endpoint: WebDAVEndpoint) -> HrefLocation {
         var path = Substring(href)
-        if let schemeEnd = path.range(of: "://") {
+        if !href.hasPrefix("/"), let schemeEnd = path.firstRange(of: "://") {
             let scheme = path[..<schemeEnd.lowerBound].lowercased()
             let afterScheme = path[schemeEnd.upperBound...]
             let authority = afterScheme[..<(afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex)]
@@ -607,7 +607,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// The decoded path components of an href, which may be a path or a full URL on any server.
     static func hrefComponents(_ href: String) -> [String]? {
         var path = Substring(href)
-        if let schemeEnd = path.range(of: "://") {
+        if !href.hasPrefix("/"), let schemeEnd = path.firstRange(of: "://") {
             let afterScheme = path[schemeEnd.upperBound...]
             path = afterScheme[(afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex)...]
         }
@@ -624,7 +624,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// bytes are not UTF-8: names are sent as the UTF-8 of their String form, so a listing
     /// gives that form back.
     private static func percentDecoded(_ text: Substring) -> String? {
-        guard text.contains("%") else { return String(text) }
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
         var bytes: [UInt8] = []
         var utf8 = text.utf8[...]
         while let byte = utf8.popFirst() {

@@ -308,15 +308,9 @@ struct XMLTokenizer {
         return UnsafePointer(hit.assumingMemoryBound(to: UInt8.self))
     }
 
-    private static func isSpace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
-    }
+    private static func isSpace(_ byte: UInt8) -> Bool { ASCIIText.isSpace(byte) }
 
-    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var slice = bytes.drop(while: isSpace)
-        while let last = slice.last, isSpace(last) { slice = slice.dropLast() }
-        return slice
-    }
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> { ASCIIText.trimmed(bytes) }
 
     static func text<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         String(decoding: Array(bytes), as: UTF8.self)

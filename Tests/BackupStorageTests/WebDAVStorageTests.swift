@@ -238,6 +238,50 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(storage.takeListingNotes(), [], "notes are handed over once")
     }
 
+    /// A pretty-printed listing: fields wrapped in spaces, tabs and line breaks, and a propstat
+    /// whose status is not 200 (a property the server does not have) carrying values that
+    /// must not be taken. Only the 200 propstat's size and ETag count; the text is trimmed.
+    func testAPrettyPrintedListingIsTrimmedAndAPropstatThatIsNot200IsIgnored() async throws {
+        let remote = try makeRemote()
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let f = "/" + remote.folder
+        let body = """
+            <?xml version="1.0"?>
+            <d:multistatus xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">
+              <d:response>
+                <d:href>\(f)/</d:href>
+                <d:propstat><d:prop><d:resourcetype><d:collection/></d:resourcetype></d:prop>
+                  <d:status>HTTP/1.1 200 OK</d:status></d:propstat>
+              </d:response>
+              <d:response>
+                <d:href>
+            \t\(f)/a%20b.txt\r
+                </d:href>
+                <d:propstat>
+                  <d:prop><d:getcontentlength> 12
+            </d:getcontentlength><d:getetag>\t"e-1" </d:getetag></d:prop>
+                  <d:status>  HTTP/1.1 200 OK
+                  </d:status>
+                </d:propstat>
+                <d:propstat>
+                  <d:prop><d:getcontentlength>999</d:getcontentlength><oc:fileid>not-mine</oc:fileid></d:prop>
+                  <d:status>HTTP/1.1 404 Not Found</d:status>
+                </d:propstat>
+              </d:response>
+              <d:response>
+                <d:href>\(f)/c.txt</d:href>
+                <d:propstat><d:prop><d:getcontentlength>5</d:getcontentlength></d:prop>
+                  <d:status>HTTP/1.1 2000 OK</d:status></d:propstat>
+              </d:response>
+            </d:multistatus>
+            """
+        proxy.add("PROPFIND", .status(207, headers: ["Content-Type": "application/xml"], body: body))
+        let listed = try await remote.storage(through: proxy).list()
+        XCTAssertEqual(listed.map(\.path), ["a b.txt", "c.txt"])
+        XCTAssertEqual(listed.map(\.size), [12, 0], "the 404 propstat's size is not taken, nor one whose status is 2000")
+        XCTAssertEqual(listed.map(\.remoteId), ["\"e-1\"", nil], "the 200 propstat's ETag, not the 404's file id")
+    }
+
     /// Apache lists a file changed in the last second with a weak ETag (`W/"…"`) and the same
     /// tag strong a second later: one version. The id is the tag without `W/`, so the next
     /// sync finds the file unchanged instead of uploading it again; an id an earlier version
