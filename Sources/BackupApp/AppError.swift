@@ -27,15 +27,19 @@ public struct AppError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// Another run holds the profile's lock: this one did nothing at all.
     public let isBusyProfile: Bool
+    /// The remote refused the credentials (the provider's AuthRevoked): a password typed in
+    /// again may help.
+    public let isAuthRefused: Bool
 
     public init(_ status: ExitStatus, _ message: String) {
         self.init(status, message, busyProfile: false)
     }
 
-    init(_ status: ExitStatus, _ message: String, busyProfile: Bool) {
+    init(_ status: ExitStatus, _ message: String, busyProfile: Bool = false, authRefused: Bool = false) {
         self.status = status
         self.message = message
         isBusyProfile = busyProfile
+        isAuthRefused = authRefused
     }
 
     public var description: String { message }
@@ -47,7 +51,7 @@ public struct AppError: Error, Sendable, Equatable, CustomStringConvertible {
         switch error {
         case let error as AppError: error
         case let error as StateStoreError: AppError(.failure, error.message)
-        case let error as CloudError: AppError(.failure, error.message)
+        case let error as CloudError: AppError(.failure, error.message, authRefused: error.kind == .authRevoked)
         case let error as LocalFileError: AppError(.failure, error.message)
         case is CancellationError: AppError(.interrupted, "interrupted; what was done is saved, and the next run continues")
         default: AppError(.failure, String(describing: error))

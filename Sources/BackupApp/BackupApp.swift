@@ -12,11 +12,20 @@ public struct BackupApp: Sendable {
     /// The config file in use (`--config`, else the default).
     public var configPath: String
     public var environment: [String: String]
+    /// Passwords typed into the interface for this process (shared by every copy of the app).
+    public let typedPasswords = TypedPasswords()
 
     public init(paths: AppPaths = AppPaths(), configPath: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.paths = paths
         self.configPath = configPath ?? paths.configFile
         self.environment = environment
+    }
+
+    /// Opens a remote with a profile's settings, the environment's credentials and any
+    /// password typed for it in this process: the one way every job opens its remote.
+    func openRemote(_ url: String, settings: [String: String], readOnly: Bool = false) throws(AppError) -> OpenedRemote {
+        try Remotes.open(url, settings: settings, environment: environment, readOnly: readOnly,
+                         typedPassword: typedPasswords.password(for: url, settings: settings))
     }
 
     public func loadConfig() throws(AppError) -> Config {
@@ -88,7 +97,7 @@ public struct BackupApp: Sendable {
         }
         if let created = try Self.createFolderRemote(checked.remote) { notes.append(created) }
         if creatingRemote, case .webdav? = try? RemoteURL.parse(checked.remote) {
-            let remote = try Remotes.open(checked.remote, settings: checked.settings, environment: environment)
+            let remote = try openRemote(checked.remote, settings: checked.settings)
             if let webdav = remote.storage as? WebDAVStorage {
                 do {
                     if try await webdav.createRemoteFolder() { notes.append("created the remote folder \(remote.displayURL)") }
@@ -133,7 +142,7 @@ public struct BackupApp: Sendable {
     /// The header (groups, writer) of the marker on `profile`'s remote, read by the probe; nil
     /// when the remote cannot be read now or holds no readable marker.
     private func markerHeader(_ profile: Profile) async -> (groups: [MarkerGroup], writer: String?)? {
-        guard let remote = try? Remotes.open(profile.remote, settings: profile.settings, environment: environment, readOnly: true),
+        guard let remote = try? openRemote(profile.remote, settings: profile.settings, readOnly: true),
               remote.availability == .available else { return nil }
         guard case .found(let marker, _, let files) = await Probe(storage: remote.storage, availability: { .available }).run() else {
             return nil
@@ -173,7 +182,7 @@ public struct BackupApp: Sendable {
             throw .usage("the source folder \(profile.source) does not exist; create it or name another with --source")
         }
         if !profile.remote.contains("://") { profile.remote = Self.absolute(profile.remote) }
-        _ = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)
+        _ = try openRemote(profile.remote, settings: profile.settings)
         try Self.compilePatterns(profile)
         return (profile, config)
     }
@@ -371,7 +380,7 @@ extension BackupApp {
 
     /// The probe of a profile's remote.
     public func probe(_ profile: Profile) async throws(AppError) -> ProbeOutcome {
-        let remote = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)
+        let remote = try openRemote(profile.remote, settings: profile.settings)
         let availability = remote.availability
         return await Probe(storage: remote.storage, availability: { availability }).run()
     }

@@ -5,6 +5,7 @@
 import BackupEngine
 import BackupStorage
 import Foundation
+import Synchronization
 
 /// A remote, opened: the provider and what the gate should say about it.
 public struct OpenedRemote: Sendable {
@@ -20,9 +21,21 @@ public struct OpenedRemote: Sendable {
 public enum Remotes {
     /// Opens the remote `url` with a profile's provider settings; `readOnly` (a restore)
     /// makes a folder remote refuse every write, its volume id included.
+    /// Whether `url` names a remote whose password a person can type in (WebDAV; S3 keys and
+    /// folders are not asked for).
+    public static func takesPassword(_ url: String) -> Bool {
+        if case .webdav? = try? RemoteURL.parse(url) { return true }
+        return false
+    }
+
+    /// `url` as it may be shown: a password written into it masked.
+    public static func shownURL(_ url: String) -> String { RemoteURL.redacted(url) }
+
+    /// `typedPassword` (one typed into the interface for this remote) comes before
+    /// BACKUP_PASSWORD and the password_command: it is the person's latest word.
     public static func open(
         _ url: String, settings: [String: String] = [:], environment: [String: String] = ProcessInfo.processInfo.environment,
-        readOnly: Bool = false
+        readOnly: Bool = false, typedPassword: String? = nil
     ) throws(AppError) -> OpenedRemote {
         let location: RemoteLocation
         do {
@@ -39,7 +52,9 @@ public enum Remotes {
 
         var credentials = ProviderCredentials.fromEnvironment(environment)
         if let user = settings["user"] { credentials.webdavUser = user }
-        if credentials.webdavPassword == nil, let command = settings["password_command"] {
+        if let typedPassword, !typedPassword.isEmpty {
+            credentials.webdavPassword = typedPassword
+        } else if credentials.webdavPassword == nil, let command = settings["password_command"] {
             credentials.webdavPassword = try PasswordCommand.run(command)
             credentials.reloadWebDAVPassword = { try PasswordCommand.run(command) }
         }
@@ -57,6 +72,31 @@ public enum Remotes {
         } catch {
             throw .usage((error as? RemoteSetupError)?.message ?? "cannot use the remote \(display): \(error)")
         }
+    }
+}
+
+/// Passwords typed into the interface, by remote: held in this process's memory only, never
+/// written to the config, the state, a log or an argument, and gone when the process ends.
+public final class TypedPasswords: Sendable {
+    private let byRemote = Mutex<[String: String]>([:])
+
+    public init() {}
+
+    /// The key of a remote: its URL as written (a password in it masked) and the profile's user.
+    static func key(_ url: String, settings: [String: String]) -> String {
+        RemoteURL.redacted(url) + "\u{0}" + (settings["user"] ?? "")
+    }
+
+    public func set(_ password: String, for url: String, settings: [String: String]) {
+        byRemote.withLock { $0[Self.key(url, settings: settings)] = password }
+    }
+
+    public func password(for url: String, settings: [String: String]) -> String? {
+        byRemote.withLock { $0[Self.key(url, settings: settings)] }
+    }
+
+    public func forget(_ url: String, settings: [String: String]) {
+        _ = byRemote.withLock { $0.removeValue(forKey: Self.key(url, settings: settings)) }
     }
 }
 

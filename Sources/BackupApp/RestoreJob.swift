@@ -56,6 +56,15 @@ public struct RestoreSummary: Sendable {
     /// Files of this run whose download failed a check (hash or size mismatch).
     public var damaged: [String] = []
 
+    /// The restore found no credentials for its remote, or the remote refused them.
+    public var lacksCredentials: Bool {
+        switch result {
+        case .probe(.unavailable(.noAccount)), .restored(.sourceUnavailable): true
+        case .probe(.failed(let error)), .restored(.failed(.cloud(let error))): error.kind == .authRevoked
+        default: false
+        }
+    }
+
     public var status: ExitStatus {
         let damage = !refused.isEmpty || !damaged.isEmpty
         switch result {
@@ -90,7 +99,7 @@ extension BackupApp {
         let lock = try ProfileLock(path: lockPath, profile: profile?.name ?? requested ?? remoteURL)
         defer { lock.release() }
 
-        let remote = try Remotes.open(remoteURL, settings: profile?.settings ?? [:], environment: environment, readOnly: true)
+        let remote = try openRemote(remoteURL, settings: profile?.settings ?? [:], readOnly: true)
         let meter = TransferMeter()
         let storage = meter.observing(remote.storage)
         let availability = remote.availability

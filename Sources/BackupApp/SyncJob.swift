@@ -54,6 +54,15 @@ public struct SyncSummary: Sendable {
     public var symlinks: Int
     public var folders: Int
 
+    /// The run found no credentials for its remote, or the remote refused them.
+    public var lacksCredentials: Bool {
+        switch result {
+        case .ran(.unavailable(.noAccount)), .previewed(.unavailable(.noAccount)): true
+        case .ran(.failed(let error, _)), .previewed(.failed(let error)): error.kind == .authRevoked
+        default: false
+        }
+    }
+
     /// The exit status this outcome stands for.
     public var status: ExitStatus {
         switch result {
@@ -88,7 +97,7 @@ extension BackupApp {
     private func runSync(_ profile: Profile, _ request: SyncRequest, events: @escaping JobEvents) async throws(AppError) -> SyncSummary {
         let lock = request.dryRun ? nil : try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name)
         defer { lock?.release() }
-        let remote = try Remotes.open(profile.remote, settings: profile.settings, environment: environment)
+        let remote = try openRemote(profile.remote, settings: profile.settings)
         let state = try openState(profile)
         let patterns = try Self.compilePatterns(profile)
         var profile = profile

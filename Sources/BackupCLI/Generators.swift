@@ -555,7 +555,8 @@ enum Manual {
             at all. The interface's restore (r on the profile list) asks for the target folder, then \
             lists the backup's groups, read from its marker, to tick before anything is downloaded.
 
-            A file that fails three times is skipped (the restore ends incomplete, exit status 4); a failure \
+            A file gets three tries: a failed download or check, and a rejection of its group, each use one. \
+            A file out of tries is skipped (the restore ends incomplete, exit status 4); a failure \
             in a required group fails the restore. The restore's record is saved after every download and \
             every placement, so after any stop `backup restore --resume` continues where it stopped; \
             `--reset-attempts` tries skipped files again. If a sync wrote a new backup in the meantime, the \

@@ -9,7 +9,7 @@ enum Action: String, Sendable, CaseIterable {
     case help, quit, back, redraw
     case up, down, pageUp, pageDown, first, last, search, showNotes, dryRun
     case sync, restore, resume, hold, newProfile, refresh, showProfile
-    case syncAgain, allowConsent, allowShrink, openHold, restoreFirst
+    case syncAgain, allowConsent, allowShrink, openHold, restoreFirst, enterPassword
     case place, reject, placeAll, viewList
     case overwrite, keepMine
     case continueRestore, retryFailed
@@ -128,7 +128,10 @@ enum KeyMaps {
         Binding([ch("v")], .showNotes, "view every note of the run in full (files skipped or unreadable, links, special files)", hint: "notes"),
         Binding([ch("h")], .openHold, "open the write hold: set one while the sync runs to stop it before its next write (what it wrote is recorded), or clear one that stopped it", hint: "hold"),
         Binding([ch("r")], .restoreFirst, "restore the backup into the empty source first", hint: "restore"),
+        Binding([ch("p")], .enterPassword, passwordSummary, hint: "password"),
     ])
+
+    static let passwordSummary = "type the remote's password, when it is missing or the server refused it: kept in this session's memory only, never written, and the job runs again"
 
     static let restore = KeyMap(name: "Restore", bindings: [
         Binding([.up, ch("k")], .up, "scroll the groups up"),
@@ -136,11 +139,12 @@ enum KeyMaps {
     ] + paging("groups") + [
         Binding([ch("c")], .resume, "continue what is still pending (resume)", hint: "resume"),
         Binding([ch("v")], .showNotes, "view every note of the restore in full (refused paths, failed files, conflicts)", hint: "notes"),
+        Binding([ch("p")], .enterPassword, passwordSummary, hint: "password"),
     ])
 
     static let placement = KeyMap(name: "Placement prompt", bindings: [
         Binding([ch("p")], .place, "place the group: move its files into the target", hint: "place"),
-        Binding([ch("r")], .reject, "reject the group: keep it staged; it counts as an attempt and is offered again next run", hint: "reject"),
+        Binding([ch("r")], .reject, "reject the group: leave it downloaded and checked, not placed; each of its files uses one of its 3 tries, and it is offered again next run", hint: "reject"),
         Binding([ch("a")], .placeAll, "place this group and every remaining one (still asks where a local file differs)", hint: "place all remaining"),
         Binding([ch("l")], .viewList, "view the list of the group's files (again to hide it)", hint: "list"),
         Binding([.up, ch("k")], .up, "scroll the list up"),

@@ -17,6 +17,7 @@ final class RestoreScreen: Screen {
     private var seen = -1
     private var secondHand = SecondHand()
     private(set) var prompt: PlacementPrompt?
+    private var password: InputDialog?
     private var scroll = 0
 
     /// - Parameter placeAll: place every group unasked (`--place all`); otherwise each group
@@ -52,11 +53,27 @@ final class RestoreScreen: Screen {
         }
     }
 
+    /// The remote this restore reads.
+    private var remoteURL: String { request.remoteURL ?? profile?.remote ?? "" }
+
+    /// Whether the restore ended for want of a password this remote takes (missing or refused).
+    private var wantsPassword: Bool {
+        guard Remotes.takesPassword(remoteURL) else { return false }
+        switch state.result {
+        case .success(let summary)?: return summary.lacksCredentials
+        case .failure(let error)?: return error.isAuthRefused
+        case nil: return false
+        }
+    }
+
+    var typing: Bool { password != nil }
+
     var hints: [Action] {
         if prompt != nil { return [.help, .quit] }
+        if password != nil { return [] }
         let notes: [Action] = state.notes.isEmpty ? [] : [.showNotes]
         if state.result == nil { return notes + [.back, .help, .quit] }
-        return (canResume ? [.resume] : []) + notes + [.back, .help, .quit]
+        return (wantsPassword ? [.enterPassword] : []) + (canResume ? [.resume] : []) + notes + [.back, .help, .quit]
     }
 
     func update() -> Bool {
@@ -93,7 +110,21 @@ final class RestoreScreen: Screen {
             }
             return .handled
         }
+        switch InputDialog.apply(key, to: &password) {
+        case .consumed?: return .handled
+        case .passed?: return .ignored
+        case .submitted(let typed)?:
+            guard !typed.isEmpty else { return .handled }
+            context.app.typedPasswords.set(typed, for: remoteURL, settings: profile?.settings ?? [:])
+            job = Self.start(context, profile, request, placeAll: placeAll)
+            state = RestoreJobState()
+            seen = -1
+            return .handled
+        case nil: break
+        }
         switch KeyMaps.restore.action(for: key) {
+        case .enterPassword where wantsPassword:
+            password = PasswordQuestion.dialog(remote: remoteURL)
         case let move? where ListMove.apply(move, to: &scroll, count: state.plan?.groups.count ?? 1, page: 10): break
         case .showNotes where !state.notes.isEmpty:
             return .push(NotesScreen(what: "restore") { [weak self] in self?.state.notes ?? [] })
@@ -114,7 +145,10 @@ final class RestoreScreen: Screen {
     }
 
     func draw(_ canvas: Canvas) {
-        defer { prompt?.draw(canvas) }
+        defer {
+            prompt?.draw(canvas)
+            password?.draw(canvas)
+        }
         let label = 9
         var row = 2
         func field(_ name: String, _ value: String, style: Style = .normal, path: Bool = false) {

@@ -17,6 +17,7 @@ final class SyncScreen: Screen {
     private var seen = -1
     private var secondHand = SecondHand()
     private var confirm: ConfirmDialog?
+    private var password: InputDialog?
     /// Back from the hold screen with the hold that stopped this run cleared.
     private var holdCleared = false
 
@@ -46,8 +47,19 @@ final class SyncScreen: Screen {
         return notes + outcomeActions
     }
 
+    /// Whether the run ended for want of a password this remote takes (missing or refused).
+    private var wantsPassword: Bool {
+        guard Remotes.takesPassword(profile.remote) else { return false }
+        switch state.result {
+        case .success(let summary)?: return summary.lacksCredentials
+        case .failure(let error)?: return error.isAuthRefused
+        case nil: return false
+        }
+    }
+
     /// The keys that act on how the run ended.
     private var outcomeActions: [Action] {
+        if wantsPassword { return [.enterPassword, .syncAgain] }
         switch unavailable {
         case .needsConsent: return [.allowConsent]
         case .shrinkSuspected: return [.allowShrink]
@@ -57,8 +69,10 @@ final class SyncScreen: Screen {
         }
     }
 
+    var typing: Bool { password != nil }
+
     var hints: [Action] {
-        if confirm != nil { return [] }
+        if confirm != nil || password != nil { return [] }
         return offered + [.back, .help, .quit]
     }
 
@@ -91,6 +105,16 @@ final class SyncScreen: Screen {
     }
 
     func handle(_ key: Key) -> Response {
+        switch InputDialog.apply(key, to: &password) {
+        case .consumed?: return .handled
+        case .passed?: return .ignored
+        case .submitted(let typed)?:
+            guard !typed.isEmpty else { return .handled }
+            context.app.typedPasswords.set(typed, for: profile.remote, settings: profile.settings)
+            restart { _ in }
+            return .handled
+        case nil: break
+        }
         if let dialog = confirm {
             guard let yes = dialog.handle(key) else { return .handled }
             confirm = nil
@@ -108,6 +132,7 @@ final class SyncScreen: Screen {
                     "Do this only if you really deleted them here, and the source is complete.",
                 ])
             }
+        case .enterPassword: password = PasswordQuestion.dialog(remote: profile.remote)
         case .openHold: return .push(HoldScreen(context: context, profile: profile))
         case .showNotes: return .push(NotesScreen(what: "sync") { [weak self] in self?.state.notes ?? [] })
         case .restoreFirst:
@@ -123,7 +148,10 @@ final class SyncScreen: Screen {
     }
 
     func draw(_ canvas: Canvas) {
-        defer { confirm?.draw(canvas) }
+        defer {
+            confirm?.draw(canvas)
+            password?.draw(canvas)
+        }
         let label = 9
         // A small terminal loses the blank rows first.
         let roomy = !canvas.compact
@@ -244,6 +272,8 @@ final class SyncScreen: Screen {
                 return ("Not synced: the write hold stopped this run. The hold is cleared now; nothing was synced since.", .warning)
             case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
                 return ("Not synced: " + Explanations.of(reason, remote: profile.remote).what + ".", .warning)
+            case .ran(.failed(let error, let report)) where report.fileCount == 0 && report.deleted.isEmpty && !report.markerUploaded:
+                return ("Failed: \(error.message). Nothing was written to the remote.", .bad)
             case .ran(.failed(let error, let report)):
                 return ("Failed after \(Format.files(report.fileCount)) uploaded: \(error.message). "
                     + "What was uploaded is recorded; the next run continues from there.", .bad)

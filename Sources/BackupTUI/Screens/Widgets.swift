@@ -11,10 +11,13 @@ struct TextField {
     private(set) var characters: [Character]
     /// Where the next character goes: 0...characters.count.
     private(set) var cursor: Int
+    /// A password: drawn as one "•" per character, never as itself.
+    var secret = false
 
-    init(_ value: String = "") {
+    init(_ value: String = "", secret: Bool = false) {
         characters = Array(value)
         cursor = characters.count
+        self.secret = secret
     }
 
     var value: String {
@@ -63,8 +66,8 @@ struct TextField {
     /// than the field scrolls so that the cursor stays in view.
     func draw(_ canvas: Canvas, row: Int, column: Int, width: Int, focused: Bool) {
         guard width > 2 else { return }
-        let before = TerminalText.visible(String(characters[..<cursor]))
-        let after = TerminalText.visible(String(characters[cursor...]))
+        let before = secret ? String(repeating: "•", count: cursor) : TerminalText.visible(String(characters[..<cursor]))
+        let after = secret ? String(repeating: "•", count: characters.count - cursor) : TerminalText.visible(String(characters[cursor...]))
         // The end of what is before the cursor, and as much after it as still fits.
         let head = DisplayWidth.truncatedHead(before, to: width - 1)
         let tail = DisplayWidth.prefix(after, fitting: width - 1 - DisplayWidth.of(head))
@@ -98,6 +101,14 @@ struct ConfirmDialog {
             canvas.text(line, row: top + 1 + offset, column: left + 2, width: width - 4)
         }
         canvas.text("y yes   n no", row: top + height - 2, column: left + 2, width: width - 4, style: .accent)
+    }
+}
+
+/// Asking for a remote's password, for remotes that take one (`Remotes.takesPassword`).
+enum PasswordQuestion {
+    static func dialog(remote url: String) -> InputDialog {
+        InputDialog(title: "Password", label: "Password for \(Remotes.shownURL(url)) (kept in memory for this session only, never written)",
+                    field: TextField(secret: true))
     }
 }
 
@@ -142,12 +153,17 @@ struct InputDialog {
 
     func draw(_ canvas: Canvas) {
         let width = min(canvas.columns - 4, 72)
-        let top = max((canvas.rows - 6) / 2, 1)
+        // The label wraps (up to three rows, fewer where the terminal is short).
+        let wrapped = Array(Canvas.wrap(label, width: width - 4).prefix(max(min(3, canvas.rows - 7), 1)))
+        let height = wrapped.count + 5
+        let top = max((canvas.rows - height) / 2, 1)
         let left = (canvas.columns - width) / 2
-        canvas.box(top: top, left: left, height: 6, width: width, title: title)
-        canvas.text(label, row: top + 1, column: left + 2, width: width - 4)
-        field.draw(canvas, row: top + 2, column: left + 2, width: width - 4, focused: true)
-        canvas.text("Enter ok   Esc cancel", row: top + 4, column: left + 2, width: width - 4, style: .accent)
+        canvas.box(top: top, left: left, height: height, width: width, title: title)
+        for (offset, line) in wrapped.enumerated() {
+            canvas.text(line, row: top + 1 + offset, column: left + 2, width: width - 4)
+        }
+        field.draw(canvas, row: top + 1 + wrapped.count, column: left + 2, width: width - 4, focused: true)
+        canvas.text("Enter ok   Esc cancel", row: top + height - 2, column: left + 2, width: width - 4, style: .accent)
     }
 }
 
