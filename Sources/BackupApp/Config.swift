@@ -27,6 +27,48 @@ public struct ProfileGroup: Sendable, Equatable {
     }
 }
 
+extension ProfileGroup {
+    /// Groups from specs written as `NAME=PATTERN` or `NAME=PATTERN,required` (`backup init
+    /// --group`, and the interface's group list): one pattern each; specs of one name add
+    /// patterns to that group, which is required if any of them says so. `label` names where
+    /// the specs came from in an error ("--group").
+    public static func parse(specs: [String], label: String) throws(AppError) -> [ProfileGroup] {
+        var groups: [ProfileGroup] = []
+        for spec in specs {
+            guard let equals = spec.firstIndex(of: "=") else {
+                throw AppError(.usage, "\(label) \(spec): expected NAME=PATTERN or NAME=PATTERN,required")
+            }
+            let name = String(spec[..<equals])
+            var pattern = String(spec[spec.index(after: equals)...])
+            var required = false
+            if pattern.hasSuffix(",required") {
+                required = true
+                pattern = String(pattern.dropLast(",required".count))
+            }
+            guard Profile.isValidName(name), !pattern.isEmpty else {
+                throw AppError(.usage, "\(label) \(spec): the name must be letters, digits, \"-\", \"_\", \".\" and the pattern non-empty")
+            }
+            if let index = groups.firstIndex(where: { $0.name == name }) {
+                groups[index].patterns.append(pattern)
+                groups[index].required = groups[index].required || required
+            } else {
+                groups.append(ProfileGroup(name: name, patterns: [pattern], required: required))
+            }
+        }
+        return groups
+    }
+
+    /// The specs `parse` reads back into `groups`: one per pattern, the first of a required
+    /// group marked.
+    public static func specs(_ groups: [ProfileGroup]) -> [String] {
+        groups.flatMap { group in
+            group.patterns.enumerated().map { index, pattern in
+                "\(group.name)=\(pattern)" + (group.required && index == 0 ? ",required" : "")
+            }
+        }
+    }
+}
+
 /// One profile: what to back up, where, and how.
 public struct Profile: Sendable, Equatable {
     public var name: String

@@ -14,7 +14,8 @@ enum Action: String, Sendable, CaseIterable {
     case overwrite, keepMine
     case continueRestore, retryFailed
     case setHold, clearHold
-    case toggleAll, deleteProfile, editConfig, restoreRemote, startNew
+    case toggleAll, deleteProfile, editConfig, editProfile, restoreRemote, startNew
+    case add, editEntry, removeEntry
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -89,8 +90,9 @@ enum KeyMaps {
         Binding([ch("o")], .restoreRemote, "restore from another remote, one no profile names (its credentials from the environment, as for backup restore --remote)", hint: "restore a remote"),
         Binding([ch("c")], .resume, "see and continue the profile's unfinished restore", hint: "resume"),
         Binding([ch("h")], .hold, "set or clear the write hold", hint: "hold"),
-        Binding([ch("n")], .newProfile, "set up a new profile", hint: "new"),
-        Binding([ch("e")], .editConfig, "edit the config file in $VISUAL or $EDITOR (vi): every profile's groups, excludes, patterns and settings; read again when the editor ends", hint: "edit"),
+        Binding([ch("n")], .newProfile, "set up a new profile: every field of it in a form", hint: "new"),
+        Binding([ch("e")], .editProfile, "edit the selected profile in a form: source, remote, user, password, groups, excludes, patterns, transfers", hint: "edit"),
+        Binding([ch("E")], .editConfig, "edit the config file itself in $VISUAL or $EDITOR (vi); read again when the editor ends"),
         Binding([ch("x"), .delete], .deleteProfile, "delete the selected profile, after you confirm (the backup on its remote stays)"),
         Binding([ch("g"), .function(5)], .refresh, "read the profiles and their state again"),
     ])
@@ -107,6 +109,22 @@ enum KeyMaps {
         Binding([.backTab, .up], .previousField, "previous field"),
         Binding([ch(" ")], .toggle, "tick or untick the consent box"),
         Binding([.enter], .submit, "next field; on the last one, save (and run the first sync when allowed)", hint: "next/save"),
+    ])
+
+    static let profileForm = KeyMap(name: "Profile form", bindings: [
+        Binding([.tab, .down], .nextField, "next field"),
+        Binding([.backTab, .up], .previousField, "previous field"),
+        Binding([.enter], .submit, "next field; on a list (groups, excludes, patterns) open it; on [ Save ] save the profile", hint: "next/open/save"),
+    ])
+
+    static let listEdit = KeyMap(name: "List", bindings: [
+        Binding([.up, ch("k")], .up, "select the previous entry"),
+        Binding([.down, ch("j")], .down, "select the next entry"),
+    ] + paging("entries") + [
+        Binding([ch("a")], .add, "add an entry", hint: "add"),
+        Binding([.enter, ch("e")], .editEntry, "edit the selected entry", hint: "edit"),
+        Binding([ch("x"), .delete], .removeEntry, "remove the selected entry", hint: "remove"),
+        Binding([ch("/")], .search, "find an entry (again: the next one)", hint: "find"),
     ])
 
     static let textField = KeyMap(name: "Text fields", bindings: [
@@ -203,5 +221,5 @@ enum KeyMaps {
     ])
 
     /// Every table, in the order help lists them.
-    static let all: [KeyMap] = [global, home, profile, firstRun, textField, sync, restore, placement, overwrite, resume, hold, pick, dryRun, notes, confirm, help]
+    static let all: [KeyMap] = [global, home, profile, firstRun, profileForm, listEdit, textField, sync, restore, placement, overwrite, resume, hold, pick, dryRun, notes, confirm, help]
 }

@@ -233,13 +233,19 @@ final class TUIKeysTests: XCTestCase {
         try tmux.wait(for: "▸ default")
         try tmux.press("n")
         try tmux.wait(for: "new profile")
+        try tmux.type("laptop")
+        try tmux.press("Tab")
         try tmux.type(source)
         try tmux.press("Tab")
         try tmux.type(home.remote)
-        try tmux.press("Tab")
-        try tmux.type("laptop")
-        try tmux.press("Tab", "Enter")
-        // Saved: back on the list, the new profile on it.
+        for _ in 0..<9 { try tmux.press("Tab") }  // to [ Save ]
+        try tmux.wait(for: "Enter saves the profile")
+        try tmux.press("Enter")
+        // Saved, with the groups it took said; the form shows them, and so does the list.
+        let saved = try tmux.waitAll(["Saved profile \"laptop\"", "Esc goes back"])
+        XCTAssertTrue(saved.contains("papers (required): papers/"), saved)
+        XCTAssertTrue(saved.replacingOccurrences(of: "\n ", with: " ").contains("Took the groups of the backup"), saved)
+        try tmux.press("Escape")
         try tmux.wait(for: "laptop   never synced")
         let config = try String(contentsOfFile: home.dir.path("config/backup/config"), encoding: .utf8)
         let section = config.components(separatedBy: "[laptop]").last ?? ""
@@ -330,7 +336,7 @@ final class TUIKeysTests: XCTestCase {
         chmod(adds, 0o755)
         let tmux = try tmux(home, extra: ["EDITOR": adds])
         try tmux.wait(for: "▸ default")
-        try tmux.press("e")
+        try tmux.press("E")
         try tmux.wait(for: "▸ default")
         let config = try String(contentsOfFile: home.dir.path("config/backup/config"), encoding: .utf8)
         XCTAssertTrue(config.hasSuffix("exclude = *.tmp\n"), config)

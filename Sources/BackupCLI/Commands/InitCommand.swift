@@ -18,27 +18,7 @@ enum InitCommand {
         }
         var profile = Profile(name: profileName, source: source, remote: remote)
         profile.excludes = command.all("exclude")
-        for spec in command.all("group") {
-            guard let equals = spec.firstIndex(of: "=") else {
-                throw AppError(.usage, "--group \(spec): expected NAME=PATTERN or NAME=PATTERN,required")
-            }
-            let name = String(spec[..<equals])
-            var pattern = String(spec[spec.index(after: equals)...])
-            var required = false
-            if pattern.hasSuffix(",required") {
-                required = true
-                pattern = String(pattern.dropLast(",required".count))
-            }
-            guard Profile.isValidName(name), !pattern.isEmpty else {
-                throw AppError(.usage, "--group \(spec): the name must be letters, digits, \"-\", \"_\", \".\" and the pattern non-empty")
-            }
-            if let index = profile.groups.firstIndex(where: { $0.name == name }) {
-                profile.groups[index].patterns.append(pattern)
-                profile.groups[index].required = profile.groups[index].required || required
-            } else {
-                profile.groups.append(ProfileGroup(name: name, patterns: [pattern], required: required))
-            }
-        }
+        profile.groups = try ProfileGroup.parse(specs: command.all("group"), label: "--group")
         let (saved, notes) = try await app.initProfile(profile, replace: command.flag("force"), creatingRemote: true)
         output.summary(lines: notes + [
             "profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)",

@@ -13,7 +13,7 @@ final class HelpScreen: Screen {
 
     init(for screen: any Screen) {
         var sections = [screen.keys]
-        if screen is FirstRunScreen || screen.typing { sections.append(KeyMaps.textField) }
+        if screen is FirstRunScreen || screen is ProfileFormScreen || screen.typing { sections.append(KeyMaps.textField) }
         sections.append(KeyMaps.global)
         self.sections = sections
     }

@@ -54,7 +54,7 @@ final class HomeScreen: Screen {
     var hints: [Action] {
         if deleting != nil { return [] }
         if typing { return [.help, .quit] }
-        return rows.isEmpty ? [.newProfile, .restoreRemote, .editConfig, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .editConfig, .help, .quit]
+        return rows.isEmpty ? [.newProfile, .restoreRemote, .editConfig, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .editProfile, .help, .quit]
     }
 
     /// Reads the profiles and their state again.
@@ -107,7 +107,13 @@ final class HomeScreen: Screen {
         case .search:
             ask(.search, InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch)))
         case .refresh: reload()
-        case .newProfile: return .push(FirstRunScreen(context: context, takenNames: rows.map(\.profile.name)))
+        case .newProfile: return .push(ProfileFormScreen(context: context, editing: nil, takenNames: rows.map(\.profile.name)))
+        case .editProfile:
+            guard let profile = current?.profile else {
+                message = "There is no profile yet: press n to set one up."
+                return .handled
+            }
+            return .push(ProfileFormScreen(context: context, editing: profile, takenNames: rows.map(\.profile.name)))
         case .restoreRemote:
             ask(.remote, InputDialog(title: "Restore from a remote", label: "Remote (a folder, webdav://…, s3://…):", field: TextField()))
         case .editConfig:
