@@ -16,6 +16,7 @@ enum Action: String, Sendable, CaseIterable {
     case setHold, clearHold
     case toggleAll, deleteProfile, editConfig, editProfile, restoreRemote, startNew
     case add, editEntry, removeEntry
+    case toBackground, fromBackground
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -95,6 +96,7 @@ enum KeyMaps {
         Binding([ch("E")], .editConfig, "edit the config file itself in $VISUAL or $EDITOR (vi); read again when the editor ends"),
         Binding([ch("x"), .delete], .deleteProfile, "delete the selected profile, after you confirm (the backup on its remote stays)"),
         Binding([ch("g"), .function(5)], .refresh, "read the profiles and their state again"),
+        Binding([ch("b")], .fromBackground, "back to a job running in the background: the selected profile's, else the latest", hint: "to the job"),
     ])
 
     static let profile = KeyMap(name: "Profile", bindings: [
@@ -147,7 +149,10 @@ enum KeyMaps {
         Binding([ch("h")], .openHold, "open the write hold: set one while the sync runs to stop it before its next write (what it wrote is recorded), or clear one that stopped it", hint: "hold"),
         Binding([ch("r")], .restoreFirst, "restore the backup into the empty source first", hint: "restore"),
         Binding([ch("p")], .enterPassword, passwordSummary, hint: "password"),
+        Binding([ch("b")], .toBackground, backgroundSummary, hint: "background"),
     ])
+
+    static let backgroundSummary = "while the job runs: keep it running in the background and go back (b on the profile list brings it back)"
 
     static let passwordSummary = "type the remote's password, when it is missing or the server refused it: kept in this session's memory only, never written, and the job runs again"
 
@@ -158,6 +163,7 @@ enum KeyMaps {
         Binding([ch("c")], .resume, "continue what is still pending (resume)", hint: "resume"),
         Binding([ch("v")], .showNotes, "view every note of the restore in full (refused paths, failed files, conflicts)", hint: "notes"),
         Binding([ch("p")], .enterPassword, passwordSummary, hint: "password"),
+        Binding([ch("b")], .toBackground, backgroundSummary, hint: "background"),
     ])
 
     static let placement = KeyMap(name: "Placement prompt", bindings: [

@@ -10,7 +10,17 @@ import Synchronization
 
 final class Loop {
     /// What the loop does once the running jobs have stopped.
-    private enum After { case quit(ExitStatus), pop }
+    private enum After {
+        case quit(ExitStatus), pop
+
+        var isQuit: Bool {
+            if case .quit = self { return true }
+            return false
+        }
+    }
+
+    /// Whether any job runs, on the stack or in the background.
+    private var jobsRun: Bool { (stack + context.background).contains { $0.runningJob != nil } }
 
     let terminal: any Terminal
     let context: Context
@@ -55,14 +65,14 @@ final class Loop {
             keyed = true
             dirty = true
         }
-        for screen in stack where screen.update() { dirty = true }
+        for screen in stack + context.background where screen.update() { dirty = true }
         // "Stop the running job?" asked of a job that has ended since: the question is gone,
         // and the screen shows how the job ended.
-        if confirm != nil, stopping == nil, !stack.contains(where: { $0.runningJob != nil }) {
+        if confirm != nil, stopping == nil, !jobsRun {
             confirm = nil
             dirty = true
         }
-        if let after = stopping, !stack.contains(where: { $0.runningJob != nil }) {
+        if let after = stopping, !(after.isQuit ? jobsRun : top?.runningJob != nil) {
             stopping = nil
             dirty = true
             switch after {
@@ -105,6 +115,10 @@ final class Loop {
         case .outside(let body):
             terminal.suspend(body)
             screen.reappear()
+        case .background:
+            guard stack.count > 1 else { return }
+            context.background.append(stack.removeLast())
+            top?.reappear()
         case .ignored:
             switch KeyMaps.global.action(for: key) {
             case .help: if !(screen is HelpScreen) { stack.append(HelpScreen(for: screen)) }
@@ -122,13 +136,15 @@ final class Loop {
     }
 
     private func quit() {
-        let running = stack.compactMap(\.runningJob)
+        let running = (stack + context.background).compactMap(\.runningJob)
         guard !running.isEmpty else {
             finished = context.lastStatus ?? .success
             return
         }
         confirm = (ConfirmDialog(title: "Quit?", lines: [
-            "A job is still running. Quitting stops it cleanly: what it finished is recorded, and the next run "
+            (running.count == 1 ? "A job is" : "\(running.count) jobs are") + " still running"
+                + (context.background.contains { $0.runningJob != nil } ? " (in the background too)" : "")
+                + ". Quitting stops it cleanly: what it finished is recorded, and the next run "
                 + "(or backup restore --resume) continues from there.",
         ]), .quit(.interrupted))
     }
@@ -137,13 +153,14 @@ final class Loop {
         guard stack.count > 1, let screen = top else { return }
         guard screen.runningJob != nil else { return pop() }
         confirm = (ConfirmDialog(title: "Stop and go back?", lines: [
-            "The job on this screen is still running. Going back stops it cleanly: what it finished is recorded.",
+            "The job on this screen is still running. Going back stops it cleanly: what it finished is recorded. "
+                + "(n, then b, keeps it running in the background instead.)",
         ]), .pop)
     }
 
     private func stopJobs(then after: After) {
         switch after {
-        case .quit: for job in stack.compactMap(\.runningJob) { job.cancel() }
+        case .quit: for job in (stack + context.background).compactMap(\.runningJob) { job.cancel() }
         case .pop: top?.runningJob?.cancel()
         }
         stopping = after

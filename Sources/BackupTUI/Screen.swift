@@ -21,6 +21,9 @@ enum Response {
     case quit
     /// Hands the terminal to `body` (the person's editor), then redraws; the screen reappears.
     case outside(() -> Void)
+    /// Moves this screen, its job still running, into the background (`Context.background`)
+    /// and shows the one below it.
+    case background
 }
 
 /// One screen: it draws itself and handles its keys. Screens live on the loop's thread.
@@ -39,6 +42,9 @@ protocol Screen: AnyObject {
     func update() -> Bool
     /// The screen is on top again (the one above it closed).
     func reappear()
+    /// A question the screen's job waits on (a restore's placement): said where the screen
+    /// is listed while in the background.
+    var waitsForAnswer: Bool { get }
     /// Whether a text field has the keys: characters (`?` and `q` too) are typed, and the
     /// title bar and the footer name the function keys (F1 help, F10 quit) instead.
     var typing: Bool { get }
@@ -47,6 +53,7 @@ protocol Screen: AnyObject {
 extension Screen {
     var runningJob: (any Job)? { nil }
     var typing: Bool { false }
+    var waitsForAnswer: Bool { false }
     func update() -> Bool { false }
     func reappear() {}
 }
@@ -75,6 +82,16 @@ final class Context {
     /// How the last job that finished ended, in words: printed on the terminal once the
     /// session has given it back, so what happened stays on screen after the interface.
     var lastSummary: String?
+    /// Job screens sent to the background (b), oldest first: their jobs go on, and the loop
+    /// keeps taking their state; b on the profile list brings one back.
+    var background: [any Screen] = []
+
+    /// Takes the background screen of `profile` (or the latest one) out of the background.
+    func takeFromBackground(profile: String?) -> (any Screen)? {
+        let index = background.lastIndex { ($0 as? ProfileJobScreen)?.profileName == profile } ?? background.indices.last
+        guard let index else { return nil }
+        return background.remove(at: index)
+    }
 
     init(app: BackupApp, clock: @escaping @Sendable () -> Double = Context.monotonicSeconds, timeZone: TimeZone = .current) {
         self.app = app
@@ -118,4 +135,9 @@ final class Context {
     }
 
     static func absolute(_ path: String) -> String { BackupApp.absolute(path) }
+}
+
+/// A screen that runs a profile's job (sync, restore), as the profile list names it.
+protocol ProfileJobScreen: Screen {
+    var profileName: String? { get }
 }

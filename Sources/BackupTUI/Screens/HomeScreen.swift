@@ -54,7 +54,9 @@ final class HomeScreen: Screen {
     var hints: [Action] {
         if deleting != nil { return [] }
         if typing { return [.help, .quit] }
-        return rows.isEmpty ? [.newProfile, .restoreRemote, .editConfig, .help, .quit] : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .editProfile, .help, .quit]
+        let back: [Action] = context.background.isEmpty ? [] : [.fromBackground]
+        return back + (rows.isEmpty ? [.newProfile, .restoreRemote, .editConfig, .help, .quit]
+            : [.sync, .dryRun, .restore, .resume, .hold, .newProfile, .editProfile, .help, .quit])
     }
 
     /// Reads the profiles and their state again.
@@ -107,6 +109,12 @@ final class HomeScreen: Screen {
         case .search:
             ask(.search, InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch)))
         case .refresh: reload()
+        case .fromBackground:
+            guard let screen = context.takeFromBackground(profile: current?.profile.name) else {
+                message = "No job runs in the background."
+                return .handled
+            }
+            return .push(screen)
         case .newProfile: return .push(ProfileFormScreen(context: context, editing: nil, takenNames: rows.map(\.profile.name)))
         case .editProfile:
             guard let profile = current?.profile else {
@@ -132,6 +140,12 @@ final class HomeScreen: Screen {
                 return .handled
             }
             let profile = overview.profile
+            // One job a profile: a sync or restore of it still running in the background comes back.
+            if [.sync, .restore, .resume].contains(action),
+               context.background.contains(where: { ($0 as? ProfileJobScreen)?.profileName == profile.name && $0.runningJob != nil }),
+               let screen = context.takeFromBackground(profile: profile.name) {
+                return .push(screen)
+            }
             switch action {
             case .sync: return .push(SyncScreen(context: context, profile: profile, request: SyncRequest()))
             case .dryRun: return .push(DryRunScreen(context: context, profile: profile))
@@ -253,7 +267,9 @@ final class HomeScreen: Screen {
             let isSelected = index == selected
             var line = (isSelected ? " ▸ " : "   ") + DisplayWidth.padded(overview.profile.name, to: nameWidth) + "  "
             line += overview.lastSync.map { "synced " + Format.date($0, zone: context.timeZone) } ?? "never synced"
-            if overview.running {
+            if let job = context.background.last(where: { ($0 as? ProfileJobScreen)?.profileName == overview.profile.name }) {
+                line += job.runningJob == nil ? " · finished in the background (b)" : job.waitsForAnswer ? " · waits for you (b)" : " · running in the background (b)"
+            } else if overview.running {
                 line += " · running now"
             } else if let outcome = overview.lastOutcome, outcome.kind != .completed {
                 line += outcome.kind == .unavailable ? " · not synced last time" : " · last attempt " + (outcome.kind == .failed ? "failed" : "stopped")

@@ -7,7 +7,7 @@ import BackupEngine
 import BackupTerminal
 import BackupTree
 
-final class RestoreScreen: Screen {
+final class RestoreScreen: ProfileJobScreen {
     private let context: Context
     let profile: Profile?
     private var request: RestoreRequest
@@ -41,6 +41,8 @@ final class RestoreScreen: Screen {
 
     var keys: KeyMap { prompt?.keys ?? KeyMaps.restore }
     var runningJob: (any Job)? { job.isRunning ? job : nil }
+    var profileName: String? { request.remoteURL == nil ? profile?.name : nil }
+    var waitsForAnswer: Bool { prompt != nil }
 
     private var canResume: Bool {
         guard case .success(let summary) = state.result else {
@@ -72,7 +74,7 @@ final class RestoreScreen: Screen {
         if prompt != nil { return [.help, .quit] }
         if password != nil { return [] }
         let notes: [Action] = state.notes.isEmpty ? [] : [.showNotes]
-        if state.result == nil { return notes + [.back, .help, .quit] }
+        if state.result == nil { return notes + [.toBackground, .back, .help, .quit] }
         return (wantsPassword ? [.enterPassword] : []) + (canResume ? [.resume] : []) + notes + [.back, .help, .quit]
     }
 
@@ -123,6 +125,8 @@ final class RestoreScreen: Screen {
         case nil: break
         }
         switch KeyMaps.restore.action(for: key) {
+        case .toBackground where state.result == nil:
+            return .background
         case .enterPassword where wantsPassword:
             password = PasswordQuestion.dialog(remote: remoteURL)
         case let move? where ListMove.apply(move, to: &scroll, count: state.plan?.groups.count ?? 1, page: 10): break

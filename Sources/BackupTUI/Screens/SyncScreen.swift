@@ -8,7 +8,7 @@ import BackupApp
 import BackupEngine
 import BackupTerminal
 
-final class SyncScreen: Screen {
+final class SyncScreen: ProfileJobScreen {
     private let context: Context
     let profile: Profile
     private var request: SyncRequest
@@ -31,6 +31,7 @@ final class SyncScreen: Screen {
     var title: String { "sync \"\(profile.name)\"" }
     var keys: KeyMap { KeyMaps.sync }
     var runningJob: (any Job)? { job.isRunning ? job : nil }
+    var profileName: String? { profile.name }
 
     /// The unavailable reason the run ended with, if it did.
     private var unavailable: UnavailableReason? {
@@ -43,7 +44,7 @@ final class SyncScreen: Screen {
     private var offered: [Action] {
         let notes: [Action] = state.noteCount > 0 ? [.showNotes] : []
         // While it runs, a hold can be set: the sync stops before its next write.
-        guard state.result != nil else { return notes + [.openHold] }
+        guard state.result != nil else { return notes + [.openHold, .toBackground] }
         return notes + outcomeActions
     }
 
@@ -133,6 +134,7 @@ final class SyncScreen: Screen {
                 ])
             }
         case .enterPassword: password = PasswordQuestion.dialog(remote: profile.remote)
+        case .toBackground: return .background
         case .openHold: return .push(HoldScreen(context: context, profile: profile))
         case .showNotes: return .push(NotesScreen(what: "sync") { [weak self] in self?.state.notes ?? [] })
         case .restoreFirst:
