@@ -217,11 +217,13 @@ enum KeyMaps {
     static let notes = KeyMap(name: "Notes", bindings: [
         Binding([.up, ch("k")], .up, "scroll up"),
         Binding([.down, ch("j")], .down, "scroll down"),
+        Binding([ch("/")], .search, "find a line (again: the next one)", hint: "find"),
     ] + paging("lines"))
 
     static let help = KeyMap(name: "Help", bindings: [
         Binding([.up, ch("k")], .up, "scroll up"),
         Binding([.down, ch("j")], .down, "scroll down"),
+        Binding([ch("/")], .search, "find a line (again: the next one)", hint: "find"),
     ] + paging("lines") + [
         Binding([.escape, ch("q"), ch("?")], .back, "close help", hint: "close"),
     ])

@@ -83,6 +83,34 @@ final class TUIKeysTests: XCTestCase {
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 
+    func testSlashFindsALineInTheHelpAndSaysWhenNoneHasIt() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let tmux = try tmux(home, width: 100, height: 20)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("?")
+        let first = try tmux.waitAll(["Profiles", "/ find"])
+        XCTAssertFalse(first.contains("paint the whole screen again"), "the last section starts below the first page: \(first)")
+        try tmux.press("/")
+        try tmux.wait(for: "Line contains:")
+        try tmux.type("paint the whole")
+        try tmux.press("Enter")
+        // The page scrolled to the line (as far as the last page goes): the first lines are gone.
+        let found = try tmux.wait(for: "paint the whole screen again")
+        XCTAssertFalse(found.contains("select the previous profile"), found)
+        try tmux.press("/")
+        try tmux.wait(for: "Line contains:")
+        try tmux.press("C-u")
+        try tmux.type("no such words anywhere")
+        try tmux.press("Enter")
+        try tmux.wait(for: "No line has \"no such words anywhere\" in it.")
+        try tmux.press("q")
+        try tmux.wait(for: "▸ default")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
     func testAtFortyByTwelveTheFooterKeepsHelpAndQuit() throws {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }

@@ -10,6 +10,8 @@ final class HelpScreen: Screen {
     /// The rows and lines of the last frame, for paging and the end.
     private var room = 10
     private var lineCount = 0
+    private var width = 80
+    private var search = LineSearch()
 
     init(for screen: any Screen) {
         var sections = [screen.keys]
@@ -20,7 +22,8 @@ final class HelpScreen: Screen {
 
     var title: String { "help" }
     var keys: KeyMap { KeyMaps.help }
-    var hints: [Action] { [.back] }
+    var hints: [Action] { search.dialog != nil ? [] : [.search, .back] }
+    var typing: Bool { search.dialog != nil }
 
     /// The help text, one entry per line.
     func lines(width: Int) -> [(String, Style)] {
@@ -42,6 +45,10 @@ final class HelpScreen: Screen {
 
     func handle(_ key: Key) -> Response {
         let action = keys.action(for: key)
+        let width = width
+        if let response = search.handle(key, action: action, lines: { self.lines(width: width).map(\.0) }, scroll: &scroll) {
+            return response
+        }
         if ListMove.apply(action, to: &scroll, count: max(lineCount - room + 1, 1), page: room) { return .handled }
         switch action {
         case .back: return .pop
@@ -50,7 +57,9 @@ final class HelpScreen: Screen {
     }
 
     func draw(_ canvas: Canvas) {
-        let all = lines(width: canvas.columns - 2)
+        defer { search.draw(canvas) }
+        width = canvas.columns - 2
+        let all = lines(width: width)
         let room = canvas.body.count
         self.room = room
         lineCount = all.count

@@ -11,6 +11,9 @@ final class NotesScreen: Screen {
     private var scroll = 0
     private var room = 10
     private var lineCount = 0
+    /// The lines of the last frame, for `/`.
+    private var shown: [String] = []
+    private var search = LineSearch()
 
     /// - Parameter notes: read at every frame, so notes a running job adds appear.
     init(what: String, notes: @escaping () -> [String]) {
@@ -20,12 +23,15 @@ final class NotesScreen: Screen {
 
     var title: String { "notes of the \(what)" }
     var keys: KeyMap { KeyMaps.notes }
-    var hints: [Action] { [.back, .help, .quit] }
+    var hints: [Action] { search.dialog != nil ? [] : [.search, .back, .help, .quit] }
+    var typing: Bool { search.dialog != nil }
 
     func update() -> Bool { true }
 
     func handle(_ key: Key) -> Response {
-        ListMove.apply(keys.action(for: key), to: &scroll, count: max(lineCount - room + 1, 1), page: room) ? .handled : .ignored
+        let action = keys.action(for: key)
+        if let response = search.handle(key, action: action, lines: { self.shown }, scroll: &scroll) { return response }
+        return ListMove.apply(action, to: &scroll, count: max(lineCount - room + 1, 1), page: room) ? .handled : .ignored
     }
 
     func draw(_ canvas: Canvas) {
@@ -37,8 +43,10 @@ final class NotesScreen: Screen {
                 lines.append((offset == 0 ? number : String(repeating: " ", count: number.count)) + line)
             }
         }
+        defer { search.draw(canvas) }
         room = canvas.body.count - 1
         lineCount = lines.count
+        shown = lines
         scroll = min(scroll, max(lines.count - room, 0))
         for (offset, line) in lines.dropFirst(scroll).prefix(room).enumerated() {
             canvas.text(line, row: canvas.body.lowerBound + 1 + offset, column: 1, style: offset == 0 && scroll == 0 ? .accent : .normal)

@@ -242,3 +242,47 @@ enum ListMove {
         return (0..<count).lazy.map { (start + $0) % count }.first(where: matches)
     }
 }
+
+/// `/` in a scrolled page of text lines (help, notes): asks what to find and scrolls to the
+/// next line holding it (around the end; the same text again goes on from the last hit).
+struct LineSearch {
+    private(set) var dialog: InputDialog?
+    private var last = ""
+    private var found: Int?
+    /// Said on the page's last row when nothing matched.
+    private(set) var message: String?
+
+    /// The key applied: nil when it is not the search's (no question up, and not `/`).
+    mutating func handle(_ key: Key, action: Action?, lines: () -> [String], scroll: inout Int) -> Response? {
+        switch InputDialog.apply(key, to: &dialog) {
+        case .consumed?: return .handled
+        case .passed?: return .ignored
+        case .submitted(let text)?:
+            find(text, in: lines(), scroll: &scroll)
+            return .handled
+        case nil: break
+        }
+        guard action == .search else { return nil }
+        message = nil
+        dialog = InputDialog(title: "Find", label: "Line contains:", field: TextField(last))
+        return .handled
+    }
+
+    private mutating func find(_ text: String, in lines: [String], scroll: inout Int) {
+        guard !text.isEmpty else { return }
+        let start = text == last ? (found ?? scroll) + 1 : scroll
+        last = text
+        if let hit = ListMove.firstMatch(from: start, count: lines.count, { lines[$0].localizedCaseInsensitiveContains(text) }) {
+            found = hit
+            scroll = hit
+            message = nil
+        } else {
+            message = "No line has \"\(text)\" in it."
+        }
+    }
+
+    func draw(_ canvas: Canvas) {
+        if let message { canvas.text(message, row: canvas.body.upperBound, style: .warning) }
+        dialog?.draw(canvas)
+    }
+}
