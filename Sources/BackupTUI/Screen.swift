@@ -77,6 +77,9 @@ final class Context {
     /// Starts a restore job for a profile (or a bare remote), its record at the given path;
     /// the flag places every group unasked.
     var startRestore: (Profile?, RestoreRequest, String, Bool) -> RestoreJob
+    /// Starts the dry run whose plan the profile list shows as "next sync" (nil: none is run,
+    /// as in the unit tests of screens).
+    var startPreview: ((Profile) -> SyncJob)?
     /// The exit status of the last job that finished; the session exits with it.
     var lastStatus: ExitStatus?
     /// How the last job that finished ended, in words: printed on the terminal once the
@@ -101,6 +104,7 @@ final class Context {
         startRestore = { profile, request, record, placeAll in
             RestoreJob.start(app: app, profile: profile, request: request, recordPath: record, placeAll: placeAll, clock: clock)
         }
+        startPreview = { profile in SyncJob.start(app: app, profile: profile, request: SyncRequest(dryRun: true), clock: clock) }
     }
 
     /// Runs `body` to its end and returns what it returned, the calling (loop) thread waiting

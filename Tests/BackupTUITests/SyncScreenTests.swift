@@ -57,7 +57,7 @@ final class SyncScreenTests: XCTestCase {
 
 
 
-             h hold  Esc back  ? help  q quit
+             h hold  b background  Esc back  ? help  q quit
             """)
     }
 

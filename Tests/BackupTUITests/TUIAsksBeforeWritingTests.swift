@@ -183,7 +183,7 @@ final class TUITruthfulWordsTests: XCTestCase {
         try home.backUpSample()
         let tmux = try tmux(home, [])
         // The whole frame, down to the footer (a capture can come while curses writes it).
-        let before = try tmux.waitAll(["synced ", "Hold       none", " q quit"])
+        let before = try tmux.waitAll(["synced ", "Hold       none", "Next sync  nothing to upload or delete", " q quit"])
         // Another program writes straight to the terminal, over the interface.
         let tty = try tmux.format("#{pane_tty}")
         let handle = try XCTUnwrap(FileHandle(forWritingAtPath: tty))

@@ -41,6 +41,7 @@ final class TUIFixture {
             syncs.append((profile, job))
             return job
         }
+        context.startPreview = nil
         context.startRestore = { [unowned self] profile, request, record, placeAll in
             let plan = restorePlan
             let job = RestoreJob(request: request, placeAll: placeAll, clock: clock.function, loadPlan: { plan })

@@ -83,6 +83,25 @@ final class TUIKeysTests: XCTestCase {
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 
+    func testTheProfileListSaysWhatTheNextSyncWouldDoAndLooksAgainAfterASync() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        try home.write("new-notes.txt", "twelve bytes")
+        try FileManager.default.removeItem(atPath: home.source + "/todo.txt")
+        let before = home.tree(home.remote)
+        let tmux = try tmux(home)
+        let listed = try tmux.waitAll(["▸ default", "Next sync", "1 file to upload (12 B), 1 to delete from the remote"])
+        XCTAssertFalse(listed.contains("looking (a dry run"), listed)
+        XCTAssertEqual(home.tree(home.remote), before, "looking wrote to the remote")
+        try tmux.press("s")
+        try tmux.wait(for: "Completed: 1 file uploaded")
+        try tmux.press("Escape")
+        try tmux.waitAll(["▸ default", "Next sync", "nothing to upload or delete"])
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
     func testSlashFindsALineInTheHelpAndSaysWhenNoneHasIt() throws {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }

@@ -37,6 +37,11 @@ final class HomeScreen: Screen {
     /// Seconds between two readings the list makes on its own.
     static let refreshInterval = 2.0
     private let load: (BackupApp) throws(AppError) -> [ProfileOverview]
+    /// What the next sync of a profile would do, in words, as a dry run of it found (once a
+    /// visit of the list: read again after a job or an edit, and with g).
+    private var nextSync: [String: (String, Style)] = [:]
+    /// The dry run under way for the selected profile.
+    private var previewing: (name: String, job: SyncJob)?
 
     /// - Parameter load: reads the profiles and their state (tests give fixed ones).
     init(context: Context, selecting name: String? = nil,
@@ -108,7 +113,9 @@ final class HomeScreen: Screen {
             _ = ListMove.apply(action, to: &selected, count: rows.count, page: listRows)
         case .search:
             ask(.search, InputDialog(title: "Find a profile", label: "Name, source or remote contains:", field: TextField(lastSearch)))
-        case .refresh: reload()
+        case .refresh:
+            forgetPreviews()
+            reload()
         case .fromBackground:
             guard let screen = context.takeFromBackground(profile: current?.profile.name) else {
                 message = "No job runs in the background."
@@ -213,13 +220,56 @@ final class HomeScreen: Screen {
     /// Reads the profiles again every few seconds while nothing is being typed, so a sync of
     /// another process (a cron job), a hold set elsewhere, or a run that ended shows by itself.
     func update() -> Bool {
-        guard !typing, context.clock() - loadedAt >= Self.refreshInterval else { return false }
+        let previewed = updatePreview()
+        guard !typing, context.clock() - loadedAt >= Self.refreshInterval else { return previewed }
         let before = (rows, problem)
         reload()
-        return rows != before.0 || problem != before.1
+        return previewed || rows != before.0 || problem != before.1
     }
 
-    func reappear() { reload() }
+    func reappear() {
+        forgetPreviews()
+        reload()
+    }
+
+    private func forgetPreviews() {
+        previewing?.job.cancel()
+        previewing = nil
+        nextSync = [:]
+    }
+
+    /// Takes the end of the selected profile's dry run, or starts one where none was made
+    /// (not while a run of it holds its lock); true when there is something new to draw.
+    private func updatePreview() -> Bool {
+        if let (name, job) = previewing {
+            guard let result = job.snapshot.result else { return false }
+            previewing = nil
+            nextSync[name] = Self.nextSyncWords(result, remote: rows.first { $0.profile.name == name }?.profile.remote ?? "")
+            return true
+        }
+        guard let start = context.startPreview, let overview = current, !overview.running,
+              nextSync[overview.profile.name] == nil else { return false }
+        previewing = (overview.profile.name, start(overview.profile))
+        return false
+    }
+
+    /// What a dry run found, as the "Next sync" row says it.
+    static func nextSyncWords(_ result: Result<SyncSummary, AppError>, remote: String) -> (String, Style) {
+        switch result {
+        case .failure(let error): return ("cannot tell: \(error.message)", .warning)
+        case .success(let summary):
+            switch summary.result {
+            case .previewed(.wouldRun(let plan)):
+                if plan.uploads.isEmpty && plan.deletes.isEmpty { return ("nothing to upload or delete", .normal) }
+                return ("\(Format.files(plan.uploads.count)) to upload (\(Format.bytes(plan.uploadBytes))), "
+                    + "\(Format.count(plan.deletes.count)) to delete from the remote (d lists them)", .normal)
+            case .previewed(.unavailable(let reason)), .ran(.unavailable(let reason)):
+                return ("would not run: " + Explanations.of(reason, remote: remote).what, .warning)
+            case .previewed(.failed(let error)): return ("cannot look at the remote: \(error.message)", .warning)
+            case .ran: return ("", .normal)
+            }
+        }
+    }
 
     /// Selects the next profile after the selected one (around the end) whose name, source or
     /// remote contains `text`, ignoring case; says so when none does.
@@ -298,6 +348,10 @@ final class HomeScreen: Screen {
             field("Last run", outcome.sentence { Format.date($0, zone: zone) }, style: outcome.kind == .completed ? .normal : .warning)
         }
         field("Backed up", "\(Format.files(overview.files)) (\(Format.bytes(overview.bytes)))")
+        if context.startPreview != nil, !overview.running {
+            let (words, style) = nextSync[overview.profile.name] ?? ("looking (a dry run: it writes nothing)…", .dim)
+            field("Next sync", words, style: style)
+        }
         switch overview.hold {
         case .none: field("Hold", "none")
         case .held(let reason): field("Hold", "set: \(reason)", style: .warning)
