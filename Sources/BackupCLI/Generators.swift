@@ -319,12 +319,22 @@ enum Manual {
             path component before the cursor, Ctrl-U to clear it), and a path typed there may start with \
             `~`, the home folder ($HOME). An Alt chord, or an escape sequence the terminal's description \
             does not name, does nothing. Lists page with PgUp and PgDn and go to their ends with Home and \
-            End; on the profile list `/` finds a profile, `d` shows what its next sync would upload and \
-            delete (writing nothing; `/` there finds a file), `o` restores from a remote no profile names (a new machine's first step), `e` edits the config file in $VISUAL or $EDITOR (vi) and reads it \
-            again, and `x` deletes a profile after asking (its backup stays). The list reads the profiles \
-            again every two seconds and shows how each one's last sync ended, whoever ran it, and a sync \
-            another process runs. On a sync's screen `h` sets a write hold while it runs, and on a job's \
-            screen `v` lists every note (files skipped or unreadable, refused paths) in full.
+            End, and `/` finds a line in them (the help and the notes too). On the profile list `/` finds a \
+            profile; `d` shows what its next sync would upload and delete (writing nothing; `/` there finds \
+            a file); `n` and `e` create and edit a profile in a form, every field of it: source, remote, \
+            user, password command, groups (required or not), excludes, size-compared and keep-remotely \
+            patterns, transfers, each list in its own editor, saved as `backup init` saves; `E` edits the \
+            config file itself in $VISUAL or $EDITOR (vi) and reads it again; `o` restores from a remote no \
+            profile names (a new machine's first step); and `x` deletes a profile after asking (its backup \
+            stays). The list reads the profiles again every two seconds and shows how each one's last sync \
+            ended, whoever ran it, a sync another process runs, and what the selected profile's next sync \
+            would do (a dry run it makes on its own, writing nothing). On a sync's screen `h` sets a write \
+            hold while it runs; on a job's screen `v` lists every note (files skipped or unreadable, \
+            refused paths) in full, `b` keeps the job running in the background while you use other \
+            screens (`b` on the profile list brings it back; quitting asks, then stops it cleanly), and \
+            where a WebDAV remote's password is missing or refused, `p` asks for it: it is kept in the \
+            process's memory for the session only and written nowhere (it comes before BACKUP_PASSWORD \
+            and the password command).
 
             Options are spelled in full (`--name VALUE` or `--name=VALUE`) and may come before or after \
             the command words. These are accepted by every command:
