@@ -265,9 +265,17 @@ final class PrefetchedListing: ForwardingStorage {
     let base: any RemoteStorage
     private let first: Mutex<Task<RemoteFileList, any Error>?>
 
-    init(_ base: any RemoteStorage) {
+    /// `failed` is told when that first listing fails (the run it is for cannot go on).
+    init(_ base: any RemoteStorage, failed: @escaping @Sendable () -> Void = {}) {
         self.base = base
-        first = Mutex(Task { try await base.list() })
+        first = Mutex(Task {
+            do {
+                return try await base.list()
+            } catch {
+                failed()
+                throw error
+            }
+        })
     }
 
     deinit { first.withLock { $0?.cancel() } }

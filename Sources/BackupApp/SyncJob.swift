@@ -124,13 +124,15 @@ extension BackupApp {
         do {
             // The listing runs while the source is scanned, once the gate allows touching the
             // remote at all (rule 1) and no hold would stop the run before it lists.
+            // A listing that fails (a refused password, an unreachable server) stops the scan:
+            // the run cannot go on, and reading a million files first would only delay saying so.
+            let counter = ScanCounter()
             var base = remote.storage
             if await gate() == .available, try state.hold() == .none {
-                base = PrefetchedListing(base)
+                base = PrefetchedListing(base) { counter.stop() }
             }
             events(.phase("scanning"))
             var options = ScanOptions(excludes: patterns.excludes, sizeCompared: patterns.sizeCompared)
-            let counter = ScanCounter()
             options.counter = counter
             let scanner = TreeScanner(root: profile.source, options: options)
             // The running counts, told ten times a second while the scan runs on this thread.
@@ -145,10 +147,32 @@ extension BackupApp {
             }
             defer { ticker.cancel() }
             let cache = try state.fingerprintCache()
-            let scanned = Result { () throws(ScanError) in try scanner.scan(cache: cache) }
+            // Cancelled (Ctrl-C, a closed interface): the scan stops before its next file.
+            let scanned = await withTaskCancellationHandler {
+                Result { () throws(ScanError) in try scanner.scan(cache: cache) }
+            } onCancel: {
+                counter.stop()
+            }
             // Stopped, and waited for, before the scan's end is told: no count comes after it.
             ticker.cancel()
             await ticker.value
+            if case .failure(let stopped) = scanned, stopped.kind == .stopped {
+                try Task.checkCancellation()
+                // The listing's own error, as the engine would have met it first; nothing was written.
+                var failure = CloudError(.transport, "the remote's listing failed")
+                do {
+                    _ = try await base.list()
+                } catch let error as CloudError {
+                    failure = error
+                } catch {
+                    failure = CloudError(.transport, String(describing: error))
+                }
+                // The counts are how far the scan came (files found, and of them read).
+                let reached = counter.reading
+                return SyncSummary(
+                    profile: profile.name, result: request.dryRun ? .previewed(.failed(failure)) : .ran(.failed(failure, SyncReport())),
+                    files: reached.files, bytes: 0, hashedFiles: reached.hashed, absent: 0, notes: [], symlinks: 0, folders: 0)
+            }
             var scan = try scanned.get()
             events(.scanned(files: scan.files, bytes: scan.bytes, hashedFiles: scan.hashedFiles))
             for note in scan.notes { events(.note(path: note.path, message: note.message)) }

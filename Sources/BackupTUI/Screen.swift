@@ -80,6 +80,17 @@ final class Context {
     /// Starts the dry run whose plan the profile list shows as "next sync" (nil: none is run,
     /// as in the unit tests of screens).
     var startPreview: ((Profile) -> SyncJob)?
+    /// Jobs no screen shows (the profile list's dry runs): stopped, and waited for, when the
+    /// session ends, so none is still reading when the process exits.
+    private var helpers: [SyncJob] = []
+
+    /// Cancels the helper jobs and waits (up to `seconds`) until they have ended.
+    func stopHelpers(waiting seconds: Double = 10) {
+        for job in helpers { job.cancel() }
+        let deadline = Context.monotonicSeconds() + seconds
+        while helpers.contains(where: \.isRunning), Context.monotonicSeconds() < deadline { usleep(10_000) }
+        helpers.removeAll()
+    }
     /// The exit status of the last job that finished; the session exits with it.
     var lastStatus: ExitStatus?
     /// How the last job that finished ended, in words: printed on the terminal once the
@@ -104,7 +115,12 @@ final class Context {
         startRestore = { profile, request, record, placeAll in
             RestoreJob.start(app: app, profile: profile, request: request, recordPath: record, placeAll: placeAll, clock: clock)
         }
-        startPreview = { profile in SyncJob.start(app: app, profile: profile, request: SyncRequest(dryRun: true), clock: clock) }
+        startPreview = { [unowned self] profile in
+            let job = SyncJob.start(app: app, profile: profile, request: SyncRequest(dryRun: true), clock: clock)
+            helpers.removeAll { !$0.isRunning }
+            helpers.append(job)
+            return job
+        }
     }
 
     /// Runs `body` to its end and returns what it returned, the calling (loop) thread waiting

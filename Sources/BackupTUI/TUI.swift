@@ -54,6 +54,7 @@ public enum TUI {
         let context = Context(app: app)
         let status = Loop(terminal: terminal, context: context, screens: screens(for: start, context: context), stop: stop).run()
         terminal.close()
+        context.stopHelpers()
         if let summary = context.lastSummary {
             // One line on the terminal given back, as the scripted mode would have ended.
             FileHandle.standardOutput.write(Data(("backup: " + TerminalText.visible(summary) + "\n").utf8))

@@ -63,6 +63,9 @@ struct ParallelHasher: Sendable {
     var fileSystem: ScanFileSystem
     /// The source root, which every job's path is relative to; owned by the caller.
     var rootFD: Int32
+    /// Its `stop()` ends the hashing before the next file (the outcomes not reached are
+    /// `.vanished`: a stopped scan throws them away).
+    var counter: ScanCounter?
 
     /// Hashes every job, then hands each outcome to `body` in job order.
     func hash(_ jobs: [HashJob], _ body: (_ job: Int, HashOutcome) -> Void) {
@@ -71,11 +74,12 @@ struct ParallelHasher: Sendable {
         let fileSystem = fileSystem
         let rootFD = rootFD
         let shared = SharedQueue(count: jobs.count)
+        let counter = counter
         let work = { @Sendable (_: Int) in
             let worker = HashWorker(fileSystem: fileSystem, rootFD: rootFD)
             // Workers pull the next job from a shared counter rather than taking fixed slices,
             // so one large file does not leave the other cores idle.
-            while true {
+            while counter?.isStopped != true {
                 let index = shared.next.wrappingAdd(1, ordering: .relaxed).oldValue
                 if index >= jobs.count { break }
                 shared.store(worker.hash(jobs[index]), at: index)

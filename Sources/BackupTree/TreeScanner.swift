@@ -57,8 +57,15 @@ public final class ScanCounter: Sendable {
     private let found = Atomic<Int>(0)
     private let hashed = Atomic<Int>(0)
     private let hashedBytes = Atomic<Int64>(0)
+    private let stopped = Atomic<Bool>(false)
 
     public init() {}
+
+    /// Asks the scan to stop before its next batch of reads (it then throws `.stopped`):
+    /// the run it was for cannot go on (its remote refused it), so reading on would be waste.
+    public func stop() { stopped.store(true, ordering: .relaxed) }
+
+    public var isStopped: Bool { stopped.load(ordering: .relaxed) }
 
     /// Files found so far, and of them read and hashed (with their bytes).
     public var reading: (files: Int, hashed: Int, hashedBytes: Int64) {
@@ -219,6 +226,8 @@ public struct ScanError: Error, Sendable, Equatable, CustomStringConvertible {
         case ignoreFileInvalid
         /// The ignore file exists but cannot be read.
         case ignoreFileUnreadable
+        /// `ScanCounter.stop()` ended the scan early.
+        case stopped
     }
 
     public let kind: Kind
@@ -349,6 +358,9 @@ public struct TreeScanner: Sendable {
                 message: "cannot list the source folder \(root): \(Self.describe(code))")
         }
         assembly.hashChangedFiles(below: rootFD, threads: options.threads, fileSystem: fileSystem)
+        if options.counter?.isStopped == true {
+            throw ScanError(kind: .stopped, path: root, message: "the scan of \(root) was stopped before its end")
+        }
         return assembly.result(localRoot: base)
     }
 

@@ -708,9 +708,10 @@ struct ScanAssembly {
         // hold its old and new buffers at once).
         newFingerprints.reserveCapacity(jobs.count)
         var vanished: Set<Int> = []
-        let hasher = ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD)
+        let hasher = ParallelHasher(workers: threads, fileSystem: fileSystem, rootFD: rootFD, counter: counter)
         var start = 0
         while start < jobs.count {
+            if counter?.isStopped == true { break }
             let end = min(start + Self.hashBatch, jobs.count)
             let batch = jobs[start..<end].map { job in
                 HashJob(

@@ -149,4 +149,28 @@ final class RemoteEndToEndTests: XCTestCase {
         XCTAssertEqual(result.result?["error"] as? String, "authRevoked")
         XCTAssertFalse((result.stdout + result.stderr).contains(wrong))
     }
+
+    /// A listing that fails (here a refused password) stops the scan that runs beside it: the
+    /// run cannot go on, so the source is not read to its end first. Eight sparse files of
+    /// 1 GiB (no disk used) take seconds to hash; the 401 comes back in milliseconds, and the
+    /// hashers stop before their next file.
+    func testARefusedListingStopsTheScanBeforeItReadsTheWholeSource() throws {
+        let f = try CLIFixture()
+        addTeardownBlock { f.dir.cleanup() }
+        let server = try RcloneServer(.webdav, root: try f.dir.makeFolder("webdav-root"))
+        addTeardownBlock { server.stop() }
+        let files = 8
+        for index in 0..<files {
+            let path = try f.write("big-\(index).bin", "")
+            XCTAssertEqual(truncate(path, 1 << 30), 0, "a sparse file of 1 GiB")
+        }
+        f.extraEnvironment = ["BACKUP_PASSWORD": "wrong-" + server.secret]
+        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", "webdav://\(server.user)@127.0.0.1:\(server.port)/").status, 0)
+        let result = try f.run("sync", "--yes", "--json")
+        XCTAssertEqual(result.status, 1, result.stdout + result.stderr)
+        XCTAssertEqual(result.result?["error"] as? String, "authRevoked", result.stdout)
+        let hashed = try XCTUnwrap(result.result?["hashed"] as? Int, result.stdout)
+        XCTAssertLessThan(hashed, files, "the scan read every file of a run that had already failed: \(result.stdout)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: server.root), [], "nothing was written")
+    }
 }
