@@ -18,7 +18,7 @@ _backup_options() {
         'sync') echo '--yes --allow-shrink --allow-missing-remote --take-over --dry-run --json --no-tui --profile --config --help --version' ;;
         'status') echo '--json --profile --config --help --version' ;;
         'probe') echo '--json --profile --config --help --version' ;;
-        'restore') echo '--to --remote --resume --reset-attempts --only --place --overwrite --abandon --json --no-tui --profile --config --help --version' ;;
+        'restore') echo '--to --remote --resume --reset-attempts --only --path --place --overwrite --abandon --json --no-tui --profile --config --help --version' ;;
         'hold') echo '--profile --config --help --version' ;;
         'hold set') echo '--profile --config --help --version' ;;
         'hold clear') echo '--profile --config --help --version' ;;
@@ -38,6 +38,7 @@ _backup_value() {
         'restore:--to') echo 'directory' ;;
         'restore:--remote') echo 'directory' ;;
         'restore:--only') echo 'text' ;;
+        'restore:--path') echo 'text' ;;
         'restore:--place') echo 'choice:all ask' ;;
         *:--profile) echo 'profile' ;;
         *:--config) echo 'file' ;;

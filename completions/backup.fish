@@ -15,7 +15,7 @@ end
 # Whether option $argv[2] takes a value at path $argv[1].
 function __backup_takes_value
     switch "$argv[1]:$argv[2]"
-        case 'init:--source' 'init:--remote' 'init:--group' 'init:--exclude' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--place' '*:--profile' '*:--config'
+        case 'init:--source' 'init:--remote' 'init:--group' 'init:--exclude' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--place' '*:--profile' '*:--config'
             return 0
     end
     return 1
@@ -115,6 +115,7 @@ complete -c backup -n '__backup_at "restore"' -l remote -x -a '(__fish_complete_
 complete -c backup -n '__backup_at "restore"' -l resume -d 'Continue the last restore from its record'
 complete -c backup -n '__backup_at "restore"' -l reset-attempts -d 'With --resume: try again files that failed three times'
 complete -c backup -n '__backup_at "restore"' -l only -x -d 'Restore only this group; repeat for more'
+complete -c backup -n '__backup_at "restore"' -l path -x -d 'Restore only this file, or this folder and everything in it (a path in the backup, like docs/taxes); repeat for more'
 complete -c backup -n '__backup_at "restore"' -l place -x -a 'all ask' -d 'Place every group (all, the default) or ask per group (ask)'
 complete -c backup -n '__backup_at "restore"' -l overwrite -d 'Replace local files that differ; without it their group is rejected and reported'
 complete -c backup -n '__backup_at "restore"' -l abandon -d 'Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete'

@@ -19,6 +19,8 @@ public struct RestoreRequest: Sendable {
     public var resetAttempts = false
     /// `--only`: restore only these groups.
     public var only: [String] = []
+    /// `--path`: restore only these files and folders (paths in the backup).
+    public var paths: [String] = []
     /// `--overwrite`: local files that differ may be replaced.
     public var overwrite = false
     /// Asked per group (`--place ask`, the TUI); nil places every group (`--place all`).
@@ -187,9 +189,24 @@ extension BackupApp {
                                 throw AppError.usage("--only: the backup has no group \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); its groups are \(known.sorted().joined(separator: ", "))")
                             }
                         }
+                        var selection: PathSelection?
+                        if !request.paths.isEmpty {
+                            guard let chosen = PathSelection(request.paths) else {
+                                throw AppError.usage("--path: \(request.paths.map { "\"\(TerminalText.visible($0))\"" }.joined(separator: ", ")) "
+                                    + "must be paths inside the backup (like docs/taxes or notes.txt), without \".\", \"..\" or empty parts")
+                            }
+                            selection = chosen
+                        }
                         var planned = PlanOutline()
                         try record.record(source: source, target: target.root) { add in
-                            planned = try RestorePlanner.plan(marker: marker, files: files, target: target, only: only, into: add)
+                            planned = try RestorePlanner.plan(marker: marker, files: files, target: target, only: only, paths: selection, into: add)
+                            // Nothing chosen is in the backup: said, and the record is left as it was.
+                            if let selection, planned.files == 0, planned.refused.isEmpty,
+                               !planned.tree.contains(where: { selection.covers($0.path) }) {
+                                throw AppError.usage("--path: the backup on \(remote.displayURL) holds nothing at "
+                                    + request.paths.map { "\"\(TerminalText.visible($0))\"" }.joined(separator: ", ")
+                                    + "; paths are as the backup names them (relative to its top: docs/taxes, notes.txt)")
+                            }
                             return planned.tree
                         }
                         outline = planned

@@ -150,6 +150,7 @@ public enum CommandTree {
                     OptionSpec("resume", help: "Continue the last restore from its record."),
                     OptionSpec("reset-attempts", help: "With --resume: try again files that failed three times."),
                     OptionSpec("only", .text("GROUP"), repeatable: true, help: "Restore only this group; repeat for more."),
+                    OptionSpec("path", .text("PATH"), repeatable: true, help: "Restore only this file, or this folder and everything in it (a path in the backup, like docs/taxes); repeat for more."),
                     OptionSpec("place", .choice(["all", "ask"]), help: "Place every group (all, the default) or ask per group (ask)."),
                     OptionSpec("overwrite", help: "Replace local files that differ; without it their group is rejected and reported."),
                     OptionSpec("abandon", help: "Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete. Restores nothing."),

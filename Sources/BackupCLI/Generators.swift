@@ -562,7 +562,10 @@ enum Manual {
             a second time: overwrite them (no copy of yours is kept), or keep yours, the default, which \
             places the rest of the group and leaves those files unrestored, asked about again on \
             `--resume`. `--only GROUP` restores only the groups named; a group left out is not downloaded \
-            at all. The interface's restore (r on the profile list) asks for the target folder, then \
+            at all. `--path PATH` restores only that file, or that folder and everything in it (a path as the \
+            backup names it, like `docs/taxes`; repeat it for more; the folders above come with their modes \
+            and times); a path the backup does not hold is refused (exit status 2) before anything is \
+            downloaded. In the interface, `f` on the list of groups chooses such paths. The interface's restore (r on the profile list) asks for the target folder, then \
             lists the backup's groups, read from its marker, to tick before anything is downloaded.
 
             A file gets three tries: a failed download or check, and a rejection of its group, each use one. \

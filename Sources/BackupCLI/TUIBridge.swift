@@ -40,9 +40,8 @@ enum TUIBridge {
             let profile = bare ? nil : try? app.profile(command.value("profile") ?? "default")
             if !bare && profile == nil { return nil }
             if bare && command.value("to") == nil { return nil }
-            let request = RestoreRequest(
-                target: command.value("to"), remoteURL: command.value("remote"), resume: command.flag("resume"),
-                resetAttempts: command.flag("reset-attempts"), only: command.all("only"), overwrite: command.flag("overwrite"))
+            // A request the command line refuses is refused by the scripted run, which says why.
+            guard let request = try? RestoreCommand.request(command) else { return nil }
             let placeAll = command.value("place") == "all"
             return request.resume ? .resume(profile, request, placeAll: placeAll) : .restore(profile, request, placeAll: placeAll)
         default:

@@ -16,7 +16,7 @@ enum Action: String, Sendable, CaseIterable {
     case setHold, clearHold
     case toggleAll, deleteProfile, editConfig, editProfile, restoreRemote, startNew
     case add, editEntry, removeEntry
-    case toBackground, fromBackground
+    case toBackground, fromBackground, choosePaths
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -203,6 +203,7 @@ enum KeyMaps {
         Binding([.enter], .submit, "restore the ticked groups (only they are downloaded)", hint: "restore"),
         Binding([ch(" ")], .toggle, "tick or untick the selected group", hint: "tick"),
         Binding([ch("a")], .toggleAll, "tick every group, or none when all are ticked", hint: "all"),
+        Binding([ch("f")], .choosePaths, "restore only some files or folders of the ticked groups: their paths in the backup, one a row (as --path)", hint: "files"),
         Binding([.up, ch("k")], .up, "select the previous group"),
         Binding([.down, ch("j")], .down, "select the next group"),
     ] + paging("groups"))

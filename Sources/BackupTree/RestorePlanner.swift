@@ -40,6 +40,46 @@ public struct PlanOutline: Sendable, Equatable {
     public init() {}
 }
 
+/// The files and folders a restore is limited to (`backup restore --path`): a path chosen
+/// takes its file, or its folder with everything below it; the folders above a chosen path
+/// come too (with their modes and times), and nothing else.
+public struct PathSelection: Sendable, Equatable {
+    /// The chosen paths, without a leading or trailing "/".
+    public let chosen: Set<String>
+    /// Every folder above a chosen path.
+    private let above: Set<String>
+
+    /// nil when a path is empty or climbs out (".", ".." or an empty component).
+    public init?(_ paths: [String]) {
+        var chosen = Set<String>(), above = Set<String>()
+        for raw in paths {
+            var path = Substring(raw)
+            while path.hasPrefix("/") { path = path.dropFirst() }
+            while path.hasSuffix("/") { path = path.dropLast() }
+            let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+            guard !path.isEmpty, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else { return nil }
+            chosen.insert(String(path))
+            for count in parts.indices.dropLast() { above.insert(parts[...count].joined(separator: "/")) }
+        }
+        self.chosen = chosen
+        self.above = above
+    }
+
+    /// Whether `path` is chosen or lies below a chosen folder.
+    public func covers(_ path: String) -> Bool {
+        if chosen.contains(path) { return true }
+        var end = path.endIndex
+        while let slash = path[..<end].lastIndex(of: "/") {
+            if chosen.contains(String(path[..<slash])) { return true }
+            end = slash
+        }
+        return false
+    }
+
+    /// Whether `path` is covered, or is a folder above a chosen path.
+    public func reaches(_ path: String) -> Bool { above.contains(path) || covers(path) }
+}
+
 /// Builds restore plans from what a probe found.
 public enum RestorePlanner {
     /// The group of files that match none of the marker's groups; optional, placed last.
@@ -120,12 +160,14 @@ public enum RestorePlanner {
     ///
     /// A hard link is kept only to a file this plan places (one placed before it: a link's
     /// target comes first in byte order).
+    ///
+    /// - Parameter paths: restore only these files and folders (nil: every one).
     public static func plan(
         marker data: Data, files: RemoteFileList, target: RestoreTarget, markerPath: String = SyncEngine.defaultMarkerPath,
-        only: Set<String>? = nil, into sink: (_ id: Int64, _ file: RestoreFile) throws -> Void
+        only: Set<String>? = nil, paths: PathSelection? = nil, into sink: (_ id: Int64, _ file: RestoreFile) throws -> Void
     ) throws -> PlanOutline {
         try withoutActuallyEscaping(sink) { sink in
-            var visitor = Planning(files: files, target: target, markerPath: markerPath, only: only, sink: sink)
+            var visitor = Planning(files: files, target: target, markerPath: markerPath, only: only, paths: paths, sink: sink)
             do {
                 try Marker.read(data, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: data.count), into: &visitor)
             } catch {
@@ -144,6 +186,7 @@ public enum RestorePlanner {
         let target: RestoreTarget
         let markerPath: String
         let only: Set<String>?
+        let paths: PathSelection?
         let sink: (Int64, RestoreFile) throws -> Void
         /// The listing's indices in byte order of their paths.
         let order: [Int]
@@ -164,11 +207,13 @@ public enum RestorePlanner {
         var outline = PlanOutline()
         var sinkFailure: (any Error)?
 
-        init(files: RemoteFileList, target: RestoreTarget, markerPath: String, only: Set<String>?, sink: @escaping (Int64, RestoreFile) throws -> Void) {
+        init(files: RemoteFileList, target: RestoreTarget, markerPath: String, only: Set<String>?, paths: PathSelection? = nil,
+             sink: @escaping (Int64, RestoreFile) throws -> Void) {
             self.files = files
             self.target = target
             self.markerPath = markerPath
             self.only = only
+            self.paths = paths
             self.sink = sink
             order = files.sortedIndicesByPath()
             planned = Array(repeating: false, count: files.count)
@@ -238,6 +283,8 @@ public enum RestorePlanner {
         /// A folder or link of the marker, checked as a file's path is.
         private mutating func treeEntry(_ path: String, _ entry: MarkerEntry) {
             if let only, !only.contains(groups.group(for: path)?.name ?? RestorePlanner.otherFilesGroup) { return }
+            // A folder above a chosen path comes too; a link only where it is covered.
+            if let paths, !(entry.kind == .folder ? paths.reaches(path) : paths.covers(path)) { return }
             do throws(RefusedPath) {
                 try target.check(path)
             } catch {
@@ -263,6 +310,7 @@ public enum RestorePlanner {
             let group = groups.group(for: file.path)
             let name = group?.name ?? RestorePlanner.otherFilesGroup
             if let only, !only.contains(name) { return }
+            if let paths, !paths.covers(file.path) { return }
             do {
                 try target.check(file.path)
             } catch {

@@ -333,6 +333,41 @@ final class TUIKeysTests: XCTestCase {
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 
+    func testSomeFilesAndFoldersAreChosenBeforeAnythingIsDownloaded() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        let target = home.dir.path("restored")
+        let tmux = try tmux(home)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("r")
+        try tmux.wait(for: "Into which folder?")
+        try tmux.press("C-u")
+        try tmux.type(target)
+        try tmux.press("Enter")
+        try tmux.waitAll(["[x] ! papers", "(other files)", "f files"])
+        try tmux.press("f")
+        try tmux.wait(for: "files and folders to restore")
+        try tmux.press("a")
+        try tmux.type("photos")
+        try tmux.press("Enter")
+        try tmux.wait(for: "> photos")
+        try tmux.press("a")
+        try tmux.type("papers/tax-2.txt")
+        try tmux.press("Enter")
+        try tmux.wait(for: "> papers/tax-2.txt")
+        try tmux.press("Escape")
+        try tmux.wait(for: "Only: photos · papers/tax-2.txt")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target + "/photos"), "downloaded before the choice")
+        try tmux.press("Enter")
+        try tmux.wait(for: "Place group \"papers (required)\"?")
+        try tmux.press("a")
+        try tmux.wait(for: "Completed:")
+        XCTAssertEqual(Set(home.tree(target).keys), ["papers/tax-2.txt", "photos/beach.jpg", "photos/写真.jpg"])
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
     func testAtFortyByTwelveTheFirstRunFormKeepsTheFocusedFieldInView() throws {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }

@@ -6,6 +6,18 @@ import BackupTree
 import Foundation
 
 enum RestoreCommand {
+    /// The request a command line asks for (the scripted run and the interface read it here).
+    static func request(_ command: ParsedCommand) throws(AppError) -> RestoreRequest {
+        var request = RestoreRequest(
+            target: command.value("to"), remoteURL: command.value("remote"), resume: command.flag("resume"),
+            resetAttempts: command.flag("reset-attempts"), only: command.all("only"), overwrite: command.flag("overwrite"))
+        request.paths = command.all("path")
+        if request.resume, !request.paths.isEmpty {
+            throw AppError(.usage, "--path chooses what a new restore takes; --resume continues the recorded one as it was planned")
+        }
+        return request
+    }
+
     static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile?, output: Output) async throws(AppError) -> ExitStatus {
         if command.flag("reset-attempts") && !command.flag("resume") {
             throw AppError(.usage, "--reset-attempts goes with --resume; see `backup restore --help`")
@@ -26,9 +38,7 @@ enum RestoreCommand {
             }
             return .success
         }
-        var request = RestoreRequest(
-            target: command.value("to"), remoteURL: command.value("remote"), resume: command.flag("resume"),
-            resetAttempts: command.flag("reset-attempts"), only: command.all("only"), overwrite: command.flag("overwrite"))
+        var request = try Self.request(command)
         if command.value("place") == "ask" {
             guard isatty(STDIN_FILENO) == 1 else {
                 throw AppError(.usage, "--place ask needs a terminal to ask on; use --place all in scripts")

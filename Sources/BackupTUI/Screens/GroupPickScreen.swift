@@ -7,6 +7,7 @@
 import BackupApp
 import BackupEngine
 import BackupTerminal
+import BackupTree
 import Synchronization
 
 final class GroupPickScreen: Screen {
@@ -27,6 +28,8 @@ final class GroupPickScreen: Screen {
     private var selected = 0
     private var problem: String?
     private var task: Task<Void, Never>?
+    /// The files and folders chosen (f); empty: all of the ticked groups.
+    private var paths: [String] = []
 
     init(context: Context, profile: Profile, target: String?, bare: Bool = false) {
         self.context = context
@@ -45,7 +48,7 @@ final class GroupPickScreen: Screen {
 
     var title: String { bare ? "restore from a remote: choose" : "restore \"\(profile.name)\": choose" }
     var keys: KeyMap { KeyMaps.pick }
-    var hints: [Action] { groups == nil ? [.back, .help, .quit] : [.submit, .toggle, .toggleAll, .back, .help, .quit] }
+    var hints: [Action] { groups == nil ? [.back, .help, .quit] : [.submit, .toggle, .toggleAll, .choosePaths, .back, .help, .quit] }
 
     func update() -> Bool {
         guard groups == nil, let value = loaded.value else { return false }
@@ -71,8 +74,16 @@ final class GroupPickScreen: Screen {
             let all = !chosen.allSatisfy { $0 }
             chosen = Array(repeating: all, count: groups.count)
             problem = nil
+        case .choosePaths:
+            return .push(ListEditScreen(
+                name: "files and folders to restore",
+                explanation: "Paths in the backup, one a row: a file, or a folder and everything in it (docs/taxes, notes.txt). "
+                    + "None: every file of the ticked groups.",
+                items: paths, check: { PathSelection([$0]) == nil ? "Not a path in the backup: no \".\", \"..\" or empty parts." : nil }
+            ) { [weak self] chosen in self?.paths = chosen })
         case .submit:
             var request = RestoreRequest(target: target, remoteURL: bare ? profile.remote : nil)
+            request.paths = paths
             if !groups.isEmpty {
                 guard chosen.contains(true) else {
                     problem = "Tick at least one group (Space), or go back with Esc."
@@ -118,6 +129,10 @@ final class GroupPickScreen: Screen {
                 canvas.text(line, row: row, column: 0)
             }
             row += 1
+        }
+        if !paths.isEmpty, row < canvas.body.upperBound {
+            canvas.text("Only: " + paths.joined(separator: " · ") + " (f changes)", row: row + (compact ? 0 : 1), column: 1,
+                        width: canvas.columns - 2, style: .accent)
         }
         if let problem { canvas.text(problem, row: canvas.body.upperBound, style: .warning) }
     }
