@@ -103,7 +103,8 @@ struct Canvas {
         let right = (typing ? "F1" : "?") + " help "
         let left = " backup · " + title
         let room = columns - DisplayWidth.of(right)
-        fill(room > 10 ? DisplayWidth.padded(left, to: room) + right : left, row: 0, style: .chrome)
+        // A long title is cut (…) one cell before the help key, so the two never touch.
+        fill(room > 10 ? DisplayWidth.padded(DisplayWidth.truncated(left, to: room - 1), to: room) + right : left, row: 0, style: .chrome)
     }
 
     /// The footer: the hints of `actions`, from the key tables. While `typing`, a key is named

@@ -12,27 +12,15 @@ final class TUIBackgroundJobTests: XCTestCase {
     private typealias Home = TUIEndToEndTests.Home
 
     /// Two profiles: "slow" over a throttled WebDAV server, its source holding 16 MiB, and
-    /// "local" to a folder. The environment to run the binary with.
-    private func twoProfiles() throws -> (Home, [String: String], String) {
+    /// "local" to a folder; the interface open with the sync of "slow" running, sent to the
+    /// background. The folder the server serves.
+    private func slowSyncInTheBackground() throws -> (Tmux, root: String) {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }
-        let server = try RcloneServer(.webdav, root: try home.dir.makeFolder("webdav-root"))
-        addTeardownBlock { server.stop() }
-        let proxy = try FaultProxy(upstreamPort: server.port)
-        addTeardownBlock { proxy.stop() }
-        proxy.add(times: 100_000, .throttle(bytesPerSecond: 2 << 20))
-        try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
-        try home.write("big.bin", String(repeating: "0123456789abcdef", count: 16 * 65_536))
         let other = try home.dir.makeFolder("other")
         try Data("x".utf8).write(to: URL(fileURLWithPath: other + "/x.txt"))
         XCTAssertEqual(try home.scripted(["init", "--profile", "local", "--source", other, "--remote", home.remote]), 0)
-        XCTAssertEqual(try home.scripted(["init", "--profile", "slow", "--source", home.source,
-                                          "--remote", "webdav://\(server.user)@127.0.0.1:\(proxy.port)/backup"]), 0)
-        return (home, home.environment.merging(["BACKUP_PASSWORD": server.secret]) { _, new in new }, server.root)
-    }
-
-    func testASyncSentToTheBackgroundGoesOnWhileOtherScreensAreBrowsedAndComesBackWithB() throws {
-        let (home, environment, root) = try twoProfiles()
+        let (environment, root) = try throttledWebDAVProfile(home, mebibytes: 16, profile: "slow")
         let tui = try Tmux(width: 100, height: 30, arguments: [], environment: environment, directory: home.dir.path)
         addTeardownBlock { tui.kill() }
         try tui.waitAll(["local", "slow"])
@@ -43,6 +31,11 @@ final class TUIBackgroundJobTests: XCTestCase {
         try tui.press("y")
         try tui.waitAll(["Uploading: 0 of 1 file", "b background"], timeout: 60)
         try tui.press("b")
+        return (tui, root)
+    }
+
+    func testASyncSentToTheBackgroundGoesOnWhileOtherScreensAreBrowsedAndComesBackWithB() throws {
+        let (tui, root) = try slowSyncInTheBackground()
         let list = try tui.waitAll(["▸ slow", "running in the background (b)", "b to the job"])
         XCTAssertTrue(list.contains("local"), list)
 
@@ -69,17 +62,7 @@ final class TUIBackgroundJobTests: XCTestCase {
     }
 
     func testQuittingWithAJobInTheBackgroundAsksAndStopsItCleanly() throws {
-        let (home, environment, _) = try twoProfiles()
-        let tui = try Tmux(width: 100, height: 30, arguments: [], environment: environment, directory: home.dir.path)
-        addTeardownBlock { tui.kill() }
-        try tui.waitAll(["local", "slow"])
-        try tui.press("End")
-        try tui.waitAll(["▸ slow"])
-        try tui.press("s")
-        try tui.wait(for: "y  allow the first write", timeout: 60)
-        try tui.press("y")
-        try tui.waitAll(["Uploading: 0 of 1 file", "b background"], timeout: 60)
-        try tui.press("b")
+        let (tui, _) = try slowSyncInTheBackground()
         try tui.wait(for: "running in the background (b)")
         try tui.press("q")
         let asked = try tui.waitAll(["Quit?", "in the background too"])

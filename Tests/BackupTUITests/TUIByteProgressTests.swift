@@ -29,15 +29,7 @@ final class TUIByteProgressTests: XCTestCase {
     private func throttledHome(mebibytes: Int) throws -> (Home, [String: String]) {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }
-        let server = try RcloneServer(.webdav, root: try home.dir.makeFolder("webdav-root"))
-        addTeardownBlock { server.stop() }
-        let proxy = try FaultProxy(upstreamPort: server.port)
-        addTeardownBlock { proxy.stop() }
-        proxy.add(times: 100_000, .throttle(bytesPerSecond: 2 << 20))
-        try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
-        try home.write("big.bin", String(repeating: "0123456789abcdef", count: mebibytes * 65_536))
-        XCTAssertEqual(try home.scripted(["init", "--source", home.source, "--remote", "webdav://\(server.user)@127.0.0.1:\(proxy.port)/backup"]), 0)
-        return (home, home.environment.merging(["BACKUP_PASSWORD": server.secret]) { _, new in new })
+        return (home, try throttledWebDAVProfile(home, mebibytes: mebibytes).environment)
     }
 
     func testOneLargeFileMovesTheByteBarWhileItUploadsAndWhileItDownloads() throws {
@@ -118,5 +110,25 @@ final class TUIByteProgressTests: XCTestCase {
                        "the marker was written after the hold")
         try sync.press("q")
         XCTAssertEqual(try sync.exitStatus(), 3)
+    }
+}
+
+extension XCTestCase {
+    /// A profile of `home` (its source holding `big.bin` of `mebibytes`) over a WebDAV server
+    /// behind a proxy that relays 2 MiB a second: the environment to run the binary with, and
+    /// the folder the server serves.
+    func throttledWebDAVProfile(
+        _ home: TUIEndToEndTests.Home, mebibytes: Int, profile: String = "default"
+    ) throws -> (environment: [String: String], root: String) {
+        let server = try RcloneServer(.webdav, root: try home.dir.makeFolder("webdav-root"))
+        addTeardownBlock { server.stop() }
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        addTeardownBlock { proxy.stop() }
+        proxy.add(times: 100_000, .throttle(bytesPerSecond: 2 << 20))
+        try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
+        try home.write("big.bin", String(repeating: "0123456789abcdef", count: mebibytes * 65_536))
+        XCTAssertEqual(try home.scripted(["init", "--profile", profile, "--source", home.source,
+                                          "--remote", "webdav://\(server.user)@127.0.0.1:\(proxy.port)/backup"]), 0)
+        return (home.environment.merging(["BACKUP_PASSWORD": server.secret]) { _, new in new }, server.root)
     }
 }

@@ -302,7 +302,9 @@ final class TUIKeysTests: XCTestCase {
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 
-    func testGroupsAreChosenBeforeAnythingIsDownloaded() throws {
+    /// The sample backed up, and the interface at the choice of what to restore into
+    /// `restored` (r, the target typed): nothing is downloaded yet.
+    private func atTheRestoreChoice() throws -> (Home, Tmux, target: String, screen: String) {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }
         try home.backUpSample()
@@ -314,7 +316,11 @@ final class TUIKeysTests: XCTestCase {
         try tmux.press("C-u")
         try tmux.type(target)
         try tmux.press("Enter")
-        let pick = try tmux.waitAll(["[x] ! papers", "(other files)"])
+        return (home, tmux, target, try tmux.waitAll(["[x] ! papers", "(other files)", "f files"]))
+    }
+
+    func testGroupsAreChosenBeforeAnythingIsDownloaded() throws {
+        let (home, tmux, target, pick) = try atTheRestoreChoice()
         XCTAssertTrue(pick.contains("[x] ! papers"), pick)
         XCTAssertTrue(pick.contains("[x]   photos"), pick)
         XCTAssertFalse(FileManager.default.fileExists(atPath: target + "/photos"), "downloaded before the choice")
@@ -334,18 +340,7 @@ final class TUIKeysTests: XCTestCase {
     }
 
     func testSomeFilesAndFoldersAreChosenBeforeAnythingIsDownloaded() throws {
-        let home = try Home()
-        addTeardownBlock { home.dir.cleanup() }
-        try home.backUpSample()
-        let target = home.dir.path("restored")
-        let tmux = try tmux(home)
-        try tmux.wait(for: "▸ default")
-        try tmux.press("r")
-        try tmux.wait(for: "Into which folder?")
-        try tmux.press("C-u")
-        try tmux.type(target)
-        try tmux.press("Enter")
-        try tmux.waitAll(["[x] ! papers", "(other files)", "f files"])
+        let (home, tmux, target, _) = try atTheRestoreChoice()
         try tmux.press("f")
         try tmux.wait(for: "files and folders to restore")
         try tmux.press("a")
