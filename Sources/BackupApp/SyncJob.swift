@@ -74,6 +74,18 @@ public struct SyncSummary: Sendable {
 }
 
 extension BackupApp {
+    /// Runs `body` on a new thread and waits for its result without holding a thread of the
+    /// concurrency pool (which has one thread a core: a long blocking call on it starves the
+    /// tasks that should run beside it).
+    static func onOwnThread<T: Sendable>(name: String, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: body()) }
+            thread.name = name
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+    }
+
     /// The consent meta key: the remote the person agreed to write to.
     static let consentKey = "consent"
     /// The writer id of a profile that is not in the config file.
@@ -147,9 +159,12 @@ extension BackupApp {
             }
             defer { ticker.cancel() }
             let cache = try state.fingerprintCache()
-            // Cancelled (Ctrl-C, a closed interface): the scan stops before its next file.
+            // The scan blocks its thread for as long as it reads: it runs on a thread of its
+            // own, so that the tasks beside it (the listing, whose failure stops it) are not
+            // kept waiting for a thread of the pool. Cancelled (Ctrl-C, a closed interface), it
+            // stops before its next file.
             let scanned = await withTaskCancellationHandler {
-                Result { () throws(ScanError) in try scanner.scan(cache: cache) }
+                await Self.onOwnThread(name: "backup-scan") { Result { () throws(ScanError) in try scanner.scan(cache: cache) } }
             } onCancel: {
                 counter.stop()
             }
