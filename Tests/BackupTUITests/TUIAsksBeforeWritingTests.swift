@@ -178,6 +178,27 @@ final class TUITruthfulWordsTests: XCTestCase {
         XCTAssertEqual(try tmux.exitStatus(), 3)
     }
 
+    /// The hold screen shows the hold as it is now: one set or cleared by another process
+    /// (`backup hold`, a script) while it is open replaces what it showed, reason and all.
+    func testTheHoldScreenShowsAHoldAnotherProcessSetsOrClears() throws {
+        let home = try freshHome()
+        try home.backUpSample()
+        let tmux = try tmux(home, [])
+        try tmux.wait(for: "▸ default")
+        try tmux.press("h")
+        try tmux.wait(for: "No write hold is set on \"default\".")
+        XCTAssertEqual(try home.scripted(["hold", "set", "moving the NAS"]), 0)
+        try tmux.waitAll(["The write hold is set on \"default\":", "moving the NAS"], timeout: 10)
+        XCTAssertEqual(try home.scripted(["hold", "set", "checking the disk"]), 0)
+        let changed = try tmux.wait(for: "checking the disk", timeout: 10)
+        XCTAssertFalse(changed.contains("moving the NAS"), "the old reason stays on screen: \(changed)")
+        XCTAssertEqual(try home.scripted(["hold", "clear"]), 0)
+        let cleared = try tmux.wait(for: "No write hold is set on \"default\".", timeout: 10)
+        XCTAssertFalse(cleared.contains("checking the disk"), cleared)
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
     func testCtrlLPaintsTheWholeScreenAgainAfterAnotherProgramWroteOverIt() throws {
         let home = try freshHome()
         try home.backUpSample()

@@ -11,6 +11,9 @@ final class HoldScreen: Screen {
     private(set) var hold: WriteHold = .none
     private var problem: String?
     private var reasonPrompt: InputDialog?
+    /// When the hold was read last (clock seconds): read again each second, so a hold another
+    /// process set or cleared (`backup hold`, a script) is shown as it is now.
+    private var readAt = -Double.infinity
 
     init(context: Context, profile: Profile) {
         self.context = context
@@ -18,7 +21,15 @@ final class HoldScreen: Screen {
         reload()
     }
 
+    func update() -> Bool {
+        guard context.clock() - readAt >= 1 else { return false }
+        let before = (hold, problem)
+        reload()
+        return hold != before.0 || problem != before.1
+    }
+
     private func reload() {
+        readAt = context.clock()
         do {
             hold = try context.app.hold(profile)
             problem = nil
