@@ -11,6 +11,7 @@
 //     group.papers = taxes/
 //     group.papers.required = yes
 
+import BackupEngine
 import BackupTree
 import Foundation
 
@@ -103,7 +104,34 @@ public struct Profile: Sendable, Equatable {
     }
 
     /// The keys a profile may have (besides `group.NAME` and `group.NAME.required`).
-    public static let providerKeys = ["user", "password_command", "ca_file", "transfers", "region", "endpoint", "path_style"]
+    public static let providerKeys = [
+        "user", "password_command", "ca_file", "transfers", "region", "endpoint", "path_style", "keep_versions", "max_change",
+    ]
+
+    /// `keep_versions` when it is not set.
+    public static let defaultKeepVersions = "30d"
+    /// `max_change` when it is not set.
+    public static let defaultMaxChange = "50%"
+
+    /// How long replaced and deleted files are kept on the remote (`keep_versions`); nil: off.
+    public var versions: VersionPolicy? {
+        (try? VersionPolicy.parse(settings["keep_versions"] ?? Self.defaultKeepVersions)) ?? nil
+    }
+
+    /// The change guard (`max_change`); nil: off.
+    public var changeGuard: ChangeGuard? {
+        Self.changeGuard(settings["max_change"] ?? Self.defaultMaxChange) ?? nil
+    }
+
+    /// `max_change` as written: `N%` (0 to 100; 100% never refuses) or `off`; nil when it is neither.
+    static func changeGuard(_ text: String) -> ChangeGuard?? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed == "off" { return .some(nil) }
+        guard trimmed.hasSuffix("%"), let percent = Double(trimmed.dropLast()), percent.isFinite, (0...100).contains(percent) else {
+            return nil
+        }
+        return percent >= 100 ? .some(nil) : .some(ChangeGuard(maxReplaceFraction: percent / 100))
+    }
     static let listKeys = ["exclude", "size_compared", "keep_remotely"]
     static let singleKeys = ["source", "remote", "writer"] + providerKeys
 
@@ -258,6 +286,17 @@ public struct Config: Sendable, Equatable {
                 guard profile.settings[key] == nil else { throw error(number, "key \"\(key)\" is set twice in [\(profile.name)]") }
                 if key == "transfers", Int(value).map({ (1...64).contains($0) }) != true {
                     throw error(number, "key \"transfers\" in [\(profile.name)] must be a number from 1 to 64, found \"\(value)\"")
+                }
+                if key == "keep_versions" {
+                    do throws(VersionPolicyError) {
+                        _ = try VersionPolicy.parse(value)
+                    } catch let refused {
+                        throw error(number, "in [\(profile.name)]: \(refused.message)")
+                    }
+                }
+                if key == "max_change", Profile.changeGuard(value) == nil {
+                    throw error(number, "key \"max_change\" in [\(profile.name)] must be a percentage from 0% to 100% "
+                        + "(the share of the files compared by content one run may replace) or off, found \"\(value)\"")
                 }
                 profile.settings[key] = value
             default:

@@ -322,4 +322,10 @@ extension ForwardingStorage {
     }
     func removeTreeEntries(_ entries: [TreeEntry]) async { await base.removeTreeEntries(entries) }
     func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { await base.makeTreeEntries(entries) }
+    func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool {
+        try await base.keepVersion(path, as: destination, size: size, copy: copy)
+    }
+    func listNames(in folder: String) async throws -> [String] { try await base.listNames(in: folder) }
+    func listFolder(_ folder: String) async throws -> RemoteFileList { try await base.listFolder(folder) }
+    func deleteFolder(_ folder: String) async throws { try await base.deleteFolder(folder) }
 }

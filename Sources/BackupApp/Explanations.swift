@@ -47,6 +47,14 @@ public enum Explanations {
                     + "Check that the source is complete (an unmounted disk?)",
                 scripted: "this run would delete \(deletes) of the \(known) files in the backup (more than half): nothing was written. "
                     + "Check that the source is complete (an unmounted disk?); if you really deleted them, run again with --allow-shrink")
+        case .changeSuspected(let replaces, let known):
+            Explanation(
+                what: "this run would replace \(replaces) of the \(known) files it compares by content, more than the "
+                    + "profile's max_change allows: nothing was written. Files rewritten all at once can be ransomware or a "
+                    + "script gone wrong; check a few of them",
+                scripted: "this run would replace \(replaces) of the \(known) files it compares by content, more than the "
+                    + "profile's max_change allows: nothing was written. Files rewritten all at once can be ransomware or a "
+                    + "script gone wrong; check a few of them, and if the change is yours, run again with --allow-change")
         case .remoteMissing:
             Explanation(
                 what: "\(remote) was synced from here before and no longer holds its marker (it is empty, or holds files that are not this backup): nothing was written. "

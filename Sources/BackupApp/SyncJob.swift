@@ -16,6 +16,8 @@ public struct SyncRequest: Sendable {
     public var consent = false
     /// `--allow-shrink`: lift the shrink guard for this run.
     public var allowShrink = false
+    /// `--allow-change`: lift the change guard for this run.
+    public var allowChange = false
     /// `--dry-run`: report what would happen, write nothing.
     public var dryRun = false
     /// `--allow-missing-remote`: lift the remote-missing guard for this run.
@@ -270,7 +272,10 @@ extension BackupApp {
 
             let meter = TransferMeter()
             let storage = meter.observing(base)
-            let engine = SyncEngine(storage: storage, state: state, transfers: profile.transfers, availability: gate)
+            snapshot.allowChange = request.allowChange
+            let engine = SyncEngine(
+                storage: storage, state: state, policy: SyncPolicy(changeGuard: profile.changeGuard), transfers: profile.transfers,
+                versions: profile.versions, availability: gate)
 
             var summary = SyncSummary(
                 profile: profile.name, result: .previewed(.unavailable(.noAccount)), files: scan.files, bytes: scan.bytes,

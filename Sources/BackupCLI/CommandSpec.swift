@@ -129,6 +129,7 @@ public enum CommandTree {
                 options: [
                     OptionSpec("yes", help: "Consent to the first write to this remote."),
                     OptionSpec("allow-shrink", help: "Lift the shrink guard for this run: allow deleting more than half of the backup."),
+                    OptionSpec("allow-change", help: "Lift the change guard for this run: allow replacing more of the files than the profile's max_change (50% by default)."),
                     OptionSpec("allow-missing-remote", help: "Lift the remote-missing guard for this run: write to a remote synced before that now holds nothing (check first that it is not an unmounted disk)."),
                     OptionSpec("take-over", help: "Write over a backup whose marker names another writer (another profile or machine), making this profile the remote's writer."),
                     OptionSpec("dry-run", help: "Show what would be uploaded and deleted; write nothing."),

@@ -13,6 +13,7 @@ enum Words {
         case .needsConsent: "needsConsent"
         case .restorePending: "restorePending"
         case .shrinkSuspected: "shrinkSuspected"
+        case .changeSuspected: "changeSuspected"
         case .remoteMissing: "remoteMissing"
         case .otherWriter: "otherWriter"
         case .writeHeld: "writeHeld"

@@ -98,6 +98,30 @@ public protocol RemoteStorage: Sendable {
     /// Returns what it could not do, for the run's notes. WebDAV and S3 keep them in the
     /// marker only.
     func makeTreeEntries(_ entries: [TreeEntry]) async -> [String]
+
+    // Versions (`VersionStore`): what a run replaces or deletes is kept under
+    // `VersionStore.folder`, which `list()` never shows and never descends into.
+
+    /// Keeps the file at `path` (of `size` bytes, as listed) as `destination`, on the server,
+    /// never over a file already there (a `.transport` error then). With `copy` false it is
+    /// moved where the provider can move (a folder: rename; WebDAV: MOVE, checked after a
+    /// lost answer, never sent again blindly), else copied (S3: CopyObject). Returns whether
+    /// the file is still at `path` afterwards (a copy). An absent `path` throws `.notFound`.
+    func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool
+    /// The names directly inside the folder `folder` (files and folders alike); a missing
+    /// folder has none.
+    func listNames(in folder: String) async throws -> [String]
+    /// Every file under the folder `folder`, at any depth, with paths from the remote's root
+    /// (`folder/...`), in no particular order; a missing folder has none. Unlike `list()`, it
+    /// may look inside `VersionStore.folder`.
+    func listFolder(_ folder: String) async throws -> RemoteFileList
+    /// Removes the folder `folder` and everything in it; an absent one is not an error.
+    func deleteFolder(_ folder: String) async throws
+}
+
+/// What a provider without server-side versions throws for them.
+public func versionsUnsupported(_ operation: String) -> CloudError {
+    CloudError(.transport, "this remote cannot keep versions (\(operation)); set keep_versions = 0 in the profile")
 }
 
 /// A download whose body was not the size the listing gave: the remote's data failed a check.
@@ -141,6 +165,12 @@ extension RemoteStorage {
     public func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? { nil }
     public func removeTreeEntries(_ entries: [TreeEntry]) async {}
     public func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { [] }
+    public func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool {
+        throw versionsUnsupported("keeping \(path)")
+    }
+    public func listNames(in folder: String) async throws -> [String] { [] }
+    public func listFolder(_ folder: String) async throws -> RemoteFileList { RemoteFileList() }
+    public func deleteFolder(_ folder: String) async throws { throw versionsUnsupported("removing \(folder)") }
     /// Providers that keep nothing on the remote for their identity: the same as `identityKey()`.
     public func ensureIdentityKey() async throws -> String? { try await identityKey() }
 }

@@ -16,6 +16,10 @@ public final class SyncEngine: Sendable {
     public let markerPath: String
     /// How many uploads may be in flight at once (the profile's `transfers`).
     public let transfers: Int
+    /// How long replaced and deleted files are kept (`keep_versions`); nil: not kept.
+    public let versions: VersionPolicy?
+    /// The time now: a run's versions folder is named by it, and pruning counts from it.
+    private let clock: @Sendable () -> Date
     private let availability: @Sendable () async -> Availability
     private let serial = AsyncMutex()
 
@@ -27,9 +31,13 @@ public final class SyncEngine: Sendable {
         policy: SyncPolicy = SyncPolicy(),
         markerPath: String = SyncEngine.defaultMarkerPath,
         transfers: Int = 1,
+        versions: VersionPolicy? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() },
         availability: @escaping @Sendable () async -> Availability = { .available }
     ) {
         self.transfers = max(1, transfers)
+        self.versions = versions
+        self.clock = clock
         self.storage = storage
         self.state = state
         self.policy = policy
@@ -126,6 +134,17 @@ public final class SyncEngine: Sendable {
                 return .failed(try cloudError(error), report)
             }
         }
+        // Versions: what this run replaces or deletes, and the marker it replaces, are kept in
+        // a folder of its own, named before its first write.
+        var keeper: VersionKeeper?
+        if versions != nil, total > 0, plan.remoteFiles > 0 || !plan.markerMissing {
+            if let stop = try checkBeforeWrite(report) { return stop }
+            do {
+                keeper = try await VersionKeeper.start(storage, now: clock())
+            } catch {
+                return .failed(try cloudError(error), report)
+            }
+        }
         var done = 0
         onProgress(done, total)  // Rule 10: before the first step.
         // Links and folders gone from the source go first, so a file may take a link's place.
@@ -142,8 +161,9 @@ public final class SyncEngine: Sendable {
         }
         for phase in [sizePhase, uploads.dropFirst(sizePhase.count)] where !phase.isEmpty {
             if let stop = try await uploadPhase(
-                phase, of: snapshot, report: &report, done: &done, total: total, onProgress: onProgress)
+                phase, of: snapshot, keeper: keeper, report: &report, done: &done, total: total, onProgress: onProgress)
             {
+                report.versions = keeper?.summary
                 return stop
             }
         }
@@ -154,11 +174,18 @@ public final class SyncEngine: Sendable {
             // Forgotten before the delete, so a kill right after it never leaves the state
             // claiming a file the remote no longer holds.
             let previous = try state.take(path)
+            var keeping = true
             do {
-                try await storage.delete(path)
+                // The old file is kept first; one that cannot be is not deleted this run.
+                let stillThere = try await keeper?.keep(path, size: previous?.size ?? 0, deleting: true) ?? true
+                keeping = false
+                if stillThere { try await storage.delete(path) }
                 report.deleted.append(path)
             } catch let error as StateStoreError {
                 throw error
+            } catch where keeping {
+                if let previous { try state.put(previous) }
+                report.keepFailures.append(KeepFailure(path: path, deleting: true, error: try cloudError(error)))
             } catch {
                 // Rule 8: logged in the report, retried next run (the entry stays known).
                 if let previous { try state.put(previous) }
@@ -196,8 +223,8 @@ public final class SyncEngine: Sendable {
         // A run that deleted files writes it too: it no longer lists them, and a folder remote
         // gets back the empty folders the deletes pruned.
         if markerNeeded && (plan.markerMissing || plan.markerTakenOver || plan.markerStale || !report.uploaded.isEmpty
-            || !report.deleted.isEmpty) {
-            if let stop = try checkBeforeWrite(report) { return stop }
+            || !report.deleted.isEmpty || keeper?.keptFiles == true) {
+            if let stop = try checkBeforeWrite(report) { report.versions = keeper?.summary; return stop }
             // A remote that keeps folders and links itself gets them before the marker that lists them.
             if !snapshot.tree.isEmpty { report.treeNotes = await storage.makeTreeEntries(snapshot.tree) }
             // The marker describes what the remote holds now: the state, which recorded every
@@ -206,6 +233,13 @@ public final class SyncEngine: Sendable {
             let markerBody = try snapshot.marker(HeldEntries(state: state, excluding: markerPath))
             defer { if case .file(let path) = markerBody { _ = FileName.withCString(path) { unlink($0) } } }
             do {
+                // The marker being replaced is kept with the run's versions, so the tree before
+                // this run can be rebuilt; one that cannot be kept is not replaced.
+                if let keeper, let size = plan.markerSize { try await keeper.keepMarker(markerPath, size: size) }
+                if let keeper, let kept = keeper.summary {
+                    let record = VersionRecord(replaced: kept.replaced, deleted: kept.deleted, bytes: kept.bytes, marker: kept.marker)
+                    _ = try await storage.writeBytes(VersionStore.recordPath(run: keeper.run), record.encoded())
+                }
                 // Everything before the marker is made durable first, then the marker itself:
                 // a marker on the remote always describes files that are really there.
                 try await storage.flush()
@@ -231,14 +265,46 @@ public final class SyncEngine: Sendable {
             } catch let error as StateStoreError {
                 throw error
             } catch {
+                report.versions = keeper?.summary
                 return .failed(try cloudError(error), report)
             }
             done += 1
             onProgress(done, total)
         }
+        report.versions = keeper?.summary
 
         try state.setLastSync(Date())
+        await prune(&report, keeper: keeper)
         return .completed(report)
+    }
+
+    /// Retention: after a run that completed, the runs' folders older than `keep_versions`
+    /// go, oldest first, each one's marker before its files (a run half pruned is then no
+    /// tree to restore, rather than a tree with holes). Never under a hold; best effort (what
+    /// fails is noted, and retried after the next run).
+    private func prune(_ report: inout SyncReport, keeper: VersionKeeper?) async {
+        guard let versions, (try? state.hold()) == WriteHold.none, !Task.isCancelled else { return }
+        let names: [String]
+        do {
+            names = try await storage.listNames(in: VersionStore.folder)
+        } catch {
+            report.pruneNotes.append("the versions could not be listed for pruning: \((error as? CloudError)?.message ?? String(describing: error))")
+            return
+        }
+        let cutoff = clock().addingTimeInterval(-versions.keep)
+        for run in VersionStore.runs(in: names) where run.date < cutoff && run.name != keeper?.run {
+            guard (try? state.hold()) == WriteHold.none, !Task.isCancelled else { return }
+            do {
+                try await storage.delete(VersionStore.path(run: run.name, markerPath))
+                try await storage.deleteFolder(VersionStore.runFolder(run.name))
+                if run.hasRecord { try await storage.delete(VersionStore.recordPath(run: run.name)) }
+                report.pruned.append(run.name)
+            } catch {
+                report.pruneNotes.append("\(VersionStore.runFolder(run.name)) could not be pruned: "
+                    + ((error as? CloudError)?.message ?? String(describing: error)))
+                return
+            }
+        }
     }
 
     // MARK: Planning
@@ -267,6 +333,10 @@ public final class SyncEngine: Sendable {
         var markerNeeded: Bool
         /// Whether the remote holds no marker now.
         var markerMissing: Bool
+        /// The listed marker's size, where there is one.
+        var markerSize: Int64?
+        /// Listed files, the marker left out.
+        var remoteFiles: Int
         /// Whether the remote's marker is taken over: it is rewritten as this writer's.
         var markerTakenOver: Bool
         var unchanged: Int
@@ -385,12 +455,19 @@ public final class SyncEngine: Sendable {
                 refusal = .shrinkSuspected(deletes: deletes.count, known: count)
             }
         }
+        // Beyond the contract, the change guard, beside the shrink guard: every file rewritten in
+        // place keeps the names, sizes and count, which no shrink guard sees.
+        if refusal == nil, let change = policy.changeGuard, !snapshot.allowChange,
+           change.exceeded(replaced: merge.hashReplaced, known: merge.hashCompared)
+        {
+            refusal = .changeSuspected(replaces: merge.hashReplaced, known: merge.hashCompared)
+        }
         let markerStale = !metadataChanges.isEmpty || staleFlag || (snapshot.treeDigest != nil && snapshot.treeDigest != writtenDigest)
         return Plan(
             identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
             uploads: uploads, deletes: deletes,
             markerNeeded: !uploads.isEmpty || !deletes.isEmpty || remoteMarker == nil || writer == .takenOver || markerStale,
-            markerMissing: remoteMarker == nil, markerTakenOver: writer == .takenOver, unchanged: unchanged, kept: kept,
+            markerMissing: remoteMarker == nil, markerSize: remoteMarker?.size, remoteFiles: remoteCount, markerTakenOver: writer == .takenOver, unchanged: unchanged, kept: kept,
             recordTimes: recordTimes, metadataChanges: metadataChanges, markerStale: markerStale)
     }
 
@@ -424,6 +501,10 @@ public final class SyncEngine: Sendable {
         var kept = 0
         var recordTimes: [(path: String, mtimeNanoseconds: Int64)] = []
         var metadataChanges: [SyncEntry] = []
+        /// Known files both sides compare by content (the state holds a hash and so does the
+        /// snapshot), and of them those whose content changed: the change guard's counts.
+        var hashCompared = 0
+        var hashReplaced = 0
         private var r = 0
         private var i = 0
 
@@ -531,6 +612,10 @@ public final class SyncEngine: Sendable {
             let changed = entry.digest.map { match?.digest != $0 } ?? (match == nil || match?.size != entry.size
                 || (entry.mtimeNanoseconds != nil && match?.mtimeNanoseconds != nil && match?.mtimeNanoseconds != entry.mtimeNanoseconds))
             if changed { uploadIndices.append(index) } else { unchanged += 1 }
+            if entry.digest != nil, match?.digest != nil {
+                hashCompared += 1
+                if changed { hashReplaced += 1 }
+            }
             if !changed, let metadata = entry.metadata, match?.metadata != metadata { metadataChanges.append(entries[index]) }
             if !changed, entry.digest == nil, let mtime = entry.mtimeNanoseconds, match?.mtimeNanoseconds == nil {
                 recordTimes.append((entries.path(at: index), mtime))
@@ -590,10 +675,14 @@ public final class SyncEngine: Sendable {
     /// set meanwhile; uploads already in flight then finish and are recorded, so the state
     /// always matches what the remote holds. Cancellation is thrown the same way.
     private func uploadPhase(
-        _ indices: ArraySlice<Int>, of snapshot: SyncSnapshot, report: inout SyncReport, done: inout Int, total: Int,
-        onProgress: SyncProgress
+        _ indices: ArraySlice<Int>, of snapshot: SyncSnapshot, keeper: VersionKeeper?, report: inout SyncReport, done: inout Int,
+        total: Int, onProgress: SyncProgress
     ) async throws -> SyncOutcome? {
         let root = snapshot.localRoot
+        /// A replace whose old file could not be kept first: skipped.
+        struct NotKept: Error { let error: any Error }
+        /// The old file was moved away from its path before the upload failed.
+        struct MovedThenFailed: Error { let error: any Error }
         return try await withThrowingTaskGroup(of: (SyncEntry, Result<RemoteFile, any Error>).self) { group in
             var next = indices.startIndex
             var inFlight = 0
@@ -617,14 +706,33 @@ public final class SyncEngine: Sendable {
                     let entry = snapshot.entries[indices[next]]
                     next += 1
                     inFlight += 1
-                    if let previous = try state.take(entry.path) { replaced[entry.path] = previous }
+                    let previous = try state.take(entry.path)
+                    if let previous { replaced[entry.path] = previous }
                     group.addTask {
-                        do { return (entry, .success(try await self.upload(entry, root: root))) } catch { return (entry, .failure(error)) }
+                        // The file being replaced is kept first: one that cannot be is not replaced.
+                        var stillThere = true
+                        if let keeper, let previous {
+                            do {
+                                stillThere = try await keeper.keep(entry.path, size: previous.size, deleting: false)
+                            } catch {
+                                return (entry, .failure(NotKept(error: error)))
+                            }
+                        }
+                        do {
+                            return (entry, .success(try await self.upload(entry, root: root)))
+                        } catch {
+                            return (entry, .failure(stillThere ? error : MovedThenFailed(error: error)))
+                        }
                     }
                 }
-                guard inFlight > 0, let (entry, result) = try await group.next() else { break }
+                guard inFlight > 0, let (entry, answer) = try await group.next() else { break }
                 inFlight -= 1
-                let previous = replaced.removeValue(forKey: entry.path)
+                var previous = replaced.removeValue(forKey: entry.path)
+                var result = answer
+                if case .failure(let moved as MovedThenFailed) = result {
+                    previous = nil  // the remote no longer holds the old file at its path: the state must not claim it
+                    result = .failure(moved.error)
+                }
                 switch result {
                 case .success(let file):
                     try state.put(StateEntry(
@@ -640,6 +748,19 @@ public final class SyncEngine: Sendable {
                 case .failure(is CancellationError):
                     cancelled = true
                     continue
+                case .failure(let notKept as NotKept) where notKept.error is CancellationError:
+                    if let previous { try state.put(previous) }
+                    cancelled = true
+                    continue
+                case .failure(let notKept as NotKept):
+                    if let previous { try state.put(previous) }
+                    let error = try cloudError(notKept.error)
+                    if [.offline, .authRevoked, .notAvailable].contains(error.kind) {
+                        if stop == nil { stop = .failed(error, report) }
+                        continue
+                    }
+                    // Skipped this run, retried by the next: the remote still holds the old file.
+                    report.keepFailures.append(KeepFailure(path: entry.path, deleting: false, error: error))
                 case .failure(let error):
                     if stop == nil { stop = .failed(try cloudError(error), report) }
                     continue

@@ -241,6 +241,8 @@ public struct SyncSnapshot: Sendable {
     public var isEmpty: Bool
     /// Lifts the shrink guard (rule 11) for this run only.
     public var allowShrink: Bool
+    /// Lifts the change guard for this run only (`sync --allow-change`).
+    public var allowChange = false
     /// Lifts the remote-missing guard for this run only (`sync --allow-missing-remote`).
     public var allowMissingRemote: Bool
     /// The writer guard's input; nil: the marker's writer is not checked.
@@ -409,11 +411,17 @@ public struct SyncPolicy: Sendable, Equatable {
     /// Beyond the contract: a remote synced before that now lists nothing (an unmounted disk)
     /// is refused; false disables the remote-missing guard.
     public var guardMissingRemote: Bool
+    /// Beyond the contract: too many files replaced at once; nil disables the change guard.
+    public var changeGuard: ChangeGuard?
 
-    public init(shrinkGuard: ShrinkGuard? = ShrinkGuard(), guardEmptyOverExisting: Bool = true, guardMissingRemote: Bool = true) {
+    public init(
+        shrinkGuard: ShrinkGuard? = ShrinkGuard(), guardEmptyOverExisting: Bool = true, guardMissingRemote: Bool = true,
+        changeGuard: ChangeGuard? = ChangeGuard()
+    ) {
         self.shrinkGuard = shrinkGuard
         self.guardEmptyOverExisting = guardEmptyOverExisting
         self.guardMissingRemote = guardMissingRemote
+        self.changeGuard = changeGuard
     }
 }
 
@@ -445,6 +453,9 @@ public enum UnavailableReason: Sendable, Equatable {
     case restorePending
     /// Rule 11: the run would delete `deletes` of the `known` remote entries.
     case shrinkSuspected(deletes: Int, known: Int)
+    /// Beyond the contract, the change guard: the run would replace `replaces` of the `known`
+    /// files compared by content (every file rewritten in place, as ransomware does).
+    case changeSuspected(replaces: Int, known: Int)
     /// Beyond the contract: this profile completed a sync to the remote before, and it now
     /// lists no files and no marker (an unmounted disk, a wrong URL, an emptied folder).
     case remoteMissing
@@ -461,8 +472,39 @@ public struct DeleteFailure: Sendable, Equatable {
     public var error: CloudError
 }
 
+/// A file whose old content could not be kept as a version: its replace or delete was
+/// skipped this run (the remote still holds it) and is retried by the next.
+public struct KeepFailure: Sendable, Equatable {
+    public var path: String
+    /// Whether the file was to be deleted (else replaced).
+    public var deleting: Bool
+    public var error: CloudError
+}
+
+/// What a run kept in the versions folder.
+public struct KeptVersions: Sendable, Equatable {
+    /// The run's folder name (`YYYYMMDDTHHMMSSZ`).
+    public var run: String
+    public var replaced = 0
+    public var deleted = 0
+    /// The kept files' bytes.
+    public var bytes: Int64 = 0
+    /// Whether the marker the run replaced was kept.
+    public var marker = false
+
+    public var files: Int { replaced + deleted }
+}
+
 /// What one run did.
 public struct SyncReport: Sendable, Equatable {
+    /// What this run kept as versions (nil: nothing, or versions are off).
+    public var versions: KeptVersions?
+    /// Replaces and deletes skipped because the old file could not be kept first.
+    public var keepFailures: [KeepFailure] = []
+    /// The old runs' folders pruned from the versions folder (`keep_versions`).
+    public var pruned: [String] = []
+    /// What pruning could not do.
+    public var pruneNotes: [String] = []
     /// Paths uploaded, in upload order (the marker included when it was uploaded).
     public var uploaded: PathList = []
     /// Whether the run wrote to the remote: a file uploaded or deleted, or metadata changed.

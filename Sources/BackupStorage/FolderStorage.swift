@@ -126,7 +126,8 @@ public struct FolderStorage: RemoteStorage {
             let rootFD = try openRoot()
             defer { close(rootFD) }
             let walker = DirectoryWalker(rootPath: rootForMessages) { folder, name in
-                name.hasPrefix(Self.temporaryFilePrefix) || (folder.isEmpty && name == Self.volumeIdFileName)
+                name.hasPrefix(Self.temporaryFilePrefix)
+                    || (folder.isEmpty && (name == Self.volumeIdFileName || name == VersionStore.folder))
             }
             var files = RemoteFileList()
             try walker.walk(rootFD) { path, status in
@@ -318,6 +319,174 @@ public struct FolderStorage: RemoteStorage {
             var now = stat()
             guard fstat(fd, &now) == 0 else { throw SystemCallFailure(code: errno, operation: "reading", path: diskPath(parts)) }
             return RemoteFile(path: path, size: size, remoteId: Self.remoteId(now))
+        }
+    }
+
+    // MARK: Versions
+
+    /// Renames `path` to `destination` (`renameat2` with RENAME_NOREPLACE; a hard link and an
+    /// unlink where the filesystem lacks it), or with `copy` links it there (a copy of its
+    /// bytes where the filesystem has no hard links): the file's inode, with its mode and
+    /// times, is what is kept.
+    public func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool {
+        try refuseWrite(path)
+        let parts = try Self.components(of: path)
+        let target = try Self.components(of: destination)
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let notFound = CloudError(.notFound, "\(diskPath(parts)) does not exist on the remote folder")
+            let sourceChain: [Int32]
+            do {
+                sourceChain = try openFolders(parts.dropLast(), under: rootFD, create: false, operation: "keeping")
+            } catch let failure as SystemCallFailure where Self.meansAbsent(failure.code) {
+                throw notFound
+            }
+            defer { sourceChain.forEach { close($0) } }
+            let targetChain = try openFolders(target.dropLast(), under: rootFD, create: true, operation: "keeping a version of")
+            defer { targetChain.forEach { close($0) } }
+            let (sourceFD, targetFD) = (sourceChain.last ?? rootFD, targetChain.last ?? rootFD)
+            let (name, newName) = (parts[parts.count - 1], target[target.count - 1])
+            let code: Int32 = FileName.withCString(name) { from in
+                FileName.withCString(newName) { to in
+                    if !copy, let renameat2 = LinuxCalls.renameat2 {
+                        if renameat2(sourceFD, from, targetFD, to, LinuxCalls.renameNoReplace) == 0 { return 0 }
+                        if !Self.meansUnsupported(errno) { return errno }
+                    }
+                    if linkat(sourceFD, from, targetFD, to, 0) == 0 {
+                        return copy || unlinkat(sourceFD, from, 0) == 0 ? 0 : errno
+                    }
+                    return errno
+                }
+            }
+            switch code {
+            case 0: return copy
+            case ENOENT: throw notFound
+            case EEXIST:
+                throw CloudError(.transport, "\(diskPath(target)) already exists on the remote folder; \(path) was not kept over it")
+            case let code where copy && [EPERM, EOPNOTSUPP, ENOTSUP, EMLINK].contains(code):
+                // No hard links here (vfat, exFAT): the bytes are copied instead.
+                let (source, _) = try openForReading(parts, under: rootFD)
+                defer { close(source) }
+                let temporary = try createTemporary(in: targetFD, displayPath: diskPath(target), sync: durability == .perFile) { fd in
+                    do {
+                        _ = try copyContents(from: source, to: fd, expectedSize: size, limit: nil, onBytes: { _ in })
+                    } catch let failure as CopyFailure {
+                        throw SystemCallFailure(code: failure.code, operation: "keeping a version of", path: diskPath(parts))
+                    }
+                }
+                let placed = Self.placeWithoutReplacing(targetFD, temporary, newName)
+                guard placed == 0 else { throw SystemCallFailure(code: placed, operation: "keeping a version of", path: diskPath(parts)) }
+                return true
+            default:
+                throw SystemCallFailure(code: code, operation: "keeping a version of", path: diskPath(parts))
+            }
+        }
+    }
+
+    public func listNames(in folder: String) async throws -> [String] {
+        let parts = try RelativePath.components(of: folder)
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            guard let fd = try openExistingFolder(parts, under: rootFD) else { return [] }
+            guard let dir = fdopendir(fd) else {
+                let code = errno
+                close(fd)
+                throw SystemCallFailure(code: code, operation: "listing", path: diskPath(parts))
+            }
+            defer { closedir(dir) }
+            var names: [String] = []
+            while let entry = readdir(dir) {
+                let name = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
+                    tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
+                        FileName.string(fromBytes: UnsafeBufferPointer(
+                            start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)))
+                    }
+                }
+                if name != ".", name != "..", !name.hasPrefix(Self.temporaryFilePrefix) { names.append(name) }
+            }
+            return names
+        }
+    }
+
+    public func listFolder(_ folder: String) async throws -> RemoteFileList {
+        let parts = try RelativePath.components(of: folder)
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            guard let fd = try openExistingFolder(parts, under: rootFD) else { return RemoteFileList() }
+            defer { close(fd) }
+            let prefix = parts.joined(separator: "/") + "/"
+            var files = RemoteFileList()
+            try DirectoryWalker(rootPath: diskPath(parts)) { _, name in name.hasPrefix(Self.temporaryFilePrefix) }.walk(fd) { path, status in
+                files.append(RemoteFile(path: prefix + path, size: Int64(status.st_size), remoteId: Self.remoteId(status)))
+            }
+            return files
+        }
+    }
+
+    /// Removes the folder and what is in it, links never followed.
+    public func deleteFolder(_ folder: String) async throws {
+        try refuseWrite(folder)
+        let parts = try RelativePath.components(of: folder)
+        try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            let chain: [Int32]
+            do {
+                chain = try openFolders(parts.dropLast(), under: rootFD, create: false, operation: "removing")
+            } catch let failure as SystemCallFailure where Self.meansAbsent(failure.code) {
+                return
+            }
+            defer { chain.forEach { close($0) } }
+            try removeTree(parts[parts.count - 1], in: chain.last ?? rootFD, displayPath: diskPath(parts))
+        }
+    }
+
+    /// Removes `name` in `parentFD`: a folder with everything in it, or a file.
+    private func removeTree(_ name: String, in parentFD: Int32, displayPath: String) throws {
+        if FileName.withCString(name, { unlinkat(parentFD, $0, 0) }) == 0 || errno == ENOENT { return }
+        guard errno == EISDIR || errno == EPERM else {
+            throw SystemCallFailure(code: errno, operation: "removing", path: displayPath)
+        }
+        let fd = FileName.withCString(name) { openat(parentFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else {
+            if errno == ENOENT { return }
+            throw SystemCallFailure(code: errno, operation: "removing", path: displayPath)
+        }
+        guard let dir = fdopendir(fd) else {
+            let code = errno
+            close(fd)
+            throw SystemCallFailure(code: code, operation: "removing", path: displayPath)
+        }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let child = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
+                tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
+                    FileName.string(fromBytes: UnsafeBufferPointer(
+                        start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)))
+                }
+            }
+            if child != ".", child != ".." { names.append(child) }
+        }
+        let folderFD = dirfd(dir)
+        defer { closedir(dir) }
+        for child in names { try removeTree(child, in: folderFD, displayPath: displayPath + "/" + child) }
+        if FileName.withCString(name, { unlinkat(parentFD, $0, AT_REMOVEDIR) }) != 0 && errno != ENOENT {
+            throw SystemCallFailure(code: errno, operation: "removing", path: displayPath)
+        }
+    }
+
+    /// The folder at `parts` opened (the caller closes it), or nil where it does not exist.
+    private func openExistingFolder(_ parts: [String], under rootFD: Int32) throws -> Int32? {
+        do {
+            let chain = try openFolders(parts, under: rootFD, create: false, operation: "listing")
+            guard let last = chain.last else { return nil }
+            chain.dropLast().forEach { close($0) }
+            return last
+        } catch let failure as SystemCallFailure where Self.meansAbsent(failure.code) {
+            return nil
         }
     }
 

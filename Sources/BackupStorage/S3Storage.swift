@@ -137,15 +137,29 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
             + " prefix /\(location.prefix.joined(separator: "/"))"
     }
 
-    /// Every object under the prefix, by ListObjectsV2 with continuation.
+    /// Every object under the prefix, by ListObjectsV2 with continuation. The versions folder
+    /// is listed around: a page that ends inside it is followed by a listing that starts after
+    /// it (`start-after`), so its keys are never paged through.
     public func list() async throws -> RemoteFileList {
-        let keyPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
+        try await listObjects(under: [], skippingVersions: true)
+    }
+
+    /// The objects whose keys start with the prefix and `folder` (names), paths from the prefix.
+    private func listObjects(under folder: [String], skippingVersions: Bool) async throws -> RemoteFileList {
+        let rootPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
+        let keyPrefix = rootPrefix + folder.map { WireName.encode($0) + "/" }.joined()
+        let versionsPrefix = rootPrefix + WireName.encode(VersionStore.folder) + "/"
+        // Past every key in the versions folder: U+10FFFF is the largest UTF-8 sequence.
+        let pastVersions = versionsPrefix + "\u{10FFFF}"
         var files = RemoteFileList()
         var undecodable = 0
         var token: String?
-        repeat {
+        var startAfter: String?
+        var more = true
+        while more {
             var query = [("list-type", "2"), ("prefix", keyPrefix)]
             if let token { query.append(("continuation-token", token)) }
+            if let startAfter, token == nil { query.append(("start-after", startAfter)) }
             let response = try await send("listing \(location.displayURL)", method: "GET", path: bucketPath,
                                           query: query, sink: .memory(limit: Self.listPageLimit), repeatable: true)
             guard response.status == 200 else { throw failure(response, "listing", location.displayURL) }
@@ -153,9 +167,12 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
                 throw CloudError(.transport, "\(endpoint) sent a listing that is not S3 XML while listing "
                     + "\(location.displayURL); check that AWS_ENDPOINT_URL is an S3 endpoint")
             }
+            var lastKey: String?
             for object in root.children("Contents") {
                 guard let key = object.exactText(of: "Key"), key.hasPrefix(keyPrefix) else { continue }
-                let wirePath = key.dropFirst(keyPrefix.count)
+                lastKey = key
+                if skippingVersions && key.hasPrefix(versionsPrefix) { continue }
+                let wirePath = key.dropFirst(rootPrefix.count)
                 // Folder placeholders ("a/") are not files. Any other key is listed under the
                 // names it spells, even one no local path can take ("../x"): restore refuses it
                 // by name (exit status 5) rather than never hearing of it. A key spelling a name
@@ -180,7 +197,17 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
                 files.append(RemoteFile(path: path, size: size, remoteId: object.text(of: "ETag").map(Self.unquoted)))
             }
             token = root.text(of: "IsTruncated") == "true" ? root.text(of: "NextContinuationToken") : nil
-        } while token != nil
+            if skippingVersions, token != nil, let lastKey, lastKey.hasPrefix(versionsPrefix),
+               Array(lastKey.utf8).lexicographicallyPrecedes(Array(pastVersions.utf8))
+            {
+                // The page ended inside the versions folder: start again after all of it.
+                token = nil
+                startAfter = pastVersions
+                continue
+            }
+            startAfter = nil
+            more = token != nil
+        }
         // A key on two pages (a server's paging slipped): the first is kept. Found by sorting
         // the listing, not with a set of every path.
         let (unique, repeatedPaths) = files.removingRepeatedPaths()
@@ -319,6 +346,152 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
         let error = failure(response, "deleting", path)
         if error.kind == .notFound { return }
         throw error
+    }
+
+    // MARK: Versions
+
+    /// The largest object one CopyObject may copy; above it, UploadPartCopy.
+    static let copyObjectLimit: Int64 = 5 << 30
+
+    /// CopyObject into the version's key (its metadata, the mtime among it, copied with it);
+    /// above 5 GiB a multipart upload of UploadPartCopy parts. The file stays at `path` (S3
+    /// has no move): the engine then overwrites or deletes it. A copy is repeatable (the same
+    /// source gives the same bytes), so a lost answer is simply sent again.
+    public func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool {
+        let source = try copySource(path)
+        let key = try objectPath(destination)
+        if size > Self.copyObjectLimit {
+            try await multipartCopy(path, source: source, to: key, destination: destination, size: size)
+            return true
+        }
+        let response = try await send("keeping \(path) as \(destination)", method: "PUT", path: key,
+                                      headers: [("x-amz-copy-source", source)], sink: .memory(limit: 1 << 20), repeatable: true)
+        // S3 can answer 200 and still fail the copy, with an <Error> body.
+        guard response.status == 200, XMLElementNode.parse(response.body)?.name == "CopyObjectResult" else {
+            throw copyFailure(response, path)
+        }
+        return true
+    }
+
+    /// The parts of a multipart copy of `size` bytes: (part number, "bytes=first-last"), each
+    /// at least `partSize` (the last may be shorter) and at most 5 GiB, 10,000 at most.
+    static func copyParts(size: Int64, partSize: Int64) -> [(number: Int, range: String)] {
+        let part = min(copyObjectLimit, max(partSize, (size + 9_999) / 10_000))
+        var parts: [(Int, String)] = []
+        var offset: Int64 = 0
+        while offset < size {
+            let length = min(part, size - offset)
+            parts.append((parts.count + 1, "bytes=\(offset)-\(offset + length - 1)"))
+            offset += length
+        }
+        return parts
+    }
+
+    private func multipartCopy(_ path: String, source: String, to key: String, destination: String, size: Int64) async throws {
+        let created = try await send("starting to keep \(path)", method: "POST", path: key, query: [("uploads", "")],
+                                     sink: .memory(limit: 1 << 20), repeatable: false)
+        guard created.status == 200, let uploadId = XMLElementNode.parse(created.body)?.text(of: "UploadId"), !uploadId.isEmpty else {
+            throw created.status == 200
+                ? CloudError(.transport, "\(endpoint) did not start a multipart copy of \(path) (no UploadId); run again")
+                : failure(created, "starting to keep", path)
+        }
+        do {
+            var etags: [String] = []
+            for (number, range) in Self.copyParts(size: size, partSize: partSize) {
+                let response = try await send(
+                    "keeping part \(number) of \(path)", method: "PUT", path: key,
+                    query: [("partNumber", String(number)), ("uploadId", uploadId)],
+                    headers: [("x-amz-copy-source", source), ("x-amz-copy-source-range", range)],
+                    sink: .memory(limit: 1 << 20), repeatable: true)
+                guard response.status == 200, let result = XMLElementNode.parse(response.body), result.name == "CopyPartResult",
+                      let etag = result.text(of: "ETag")
+                else { throw copyFailure(response, path) }
+                etags.append(etag)
+            }
+            let parts = etags.enumerated().map {
+                "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\(xmlEscaped($0.element))</ETag></Part>"
+            }
+            let xml = Data(("<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                + parts.joined() + "</CompleteMultipartUpload>").utf8)
+            let response = try await send(
+                "completing the copy of \(path)", method: "POST", path: key, query: [("uploadId", uploadId)],
+                headers: [("Content-Type", "application/xml")], body: .data(xml), sink: .memory(limit: 1 << 20),
+                payloadHash: SHA256Hasher.hex(xml), repeatable: false)
+            guard response.status == 200, XMLElementNode.parse(response.body)?.name == "CompleteMultipartUploadResult" else {
+                throw copyFailure(response, path)
+            }
+        } catch {
+            _ = try? await send("aborting the copy of \(path)", method: "DELETE", path: key,
+                                query: [("uploadId", uploadId)], repeatable: true)
+            throw error
+        }
+    }
+
+    /// A failed copy: NoSuchKey is the source missing (`.notFound`), the rest as any failure.
+    private func copyFailure(_ response: HTTPResponse, _ path: String) -> CloudError {
+        let error = failure(response, "keeping a version of", path)
+        if XMLElementNode.parse(response.body)?.text(of: "Code") == "NoSuchKey" {
+            return CloudError(.notFound, "\(path) does not exist in \(location.displayURL) (while keeping it as a version)")
+        }
+        return error.kind == .notFound || response.status != 200 ? error
+            : CloudError(.transport, "\(endpoint) did not copy \(path) (an answer without CopyObjectResult); run again")
+    }
+
+    /// The `x-amz-copy-source` of `path`: "bucket/key", URI-encoded.
+    private func copySource(_ path: String) throws -> String {
+        let parts: [String]
+        do {
+            parts = try RelativePath.components(of: path)
+        } catch {
+            throw CloudError(.transport, "the remote path \(String(reflecting: path)) is not valid: \(error.reason)")
+        }
+        let key = (location.prefix + parts.map(WireName.encode)).joined(separator: "/")
+        return SigV4Signer.uriEncode(location.bucket + "/" + key, keepSlash: true)
+    }
+
+    /// ListObjectsV2 with a delimiter: the folder's keys and common prefixes, one level.
+    public func listNames(in folder: String) async throws -> [String] {
+        let parts = try RelativePath.components(of: folder)
+        let rootPrefix = location.prefix.isEmpty ? "" : location.prefix.joined(separator: "/") + "/"
+        let keyPrefix = rootPrefix + parts.map { WireName.encode($0) + "/" }.joined()
+        var names: [String] = []
+        var token: String?
+        repeat {
+            var query = [("list-type", "2"), ("prefix", keyPrefix), ("delimiter", "/")]
+            if let token { query.append(("continuation-token", token)) }
+            let response = try await send("listing \(folder) in \(location.displayURL)", method: "GET", path: bucketPath,
+                                          query: query, sink: .memory(limit: Self.listPageLimit), repeatable: true)
+            guard response.status == 200 else { throw failure(response, "listing", folder) }
+            guard let root = XMLElementNode.parse(response.body), root.name == "ListBucketResult" else {
+                throw CloudError(.transport, "\(endpoint) sent a listing that is not S3 XML while listing \(folder)")
+            }
+            for object in root.children("Contents") {
+                guard let key = object.exactText(of: "Key"), key.hasPrefix(keyPrefix) else { continue }
+                if let name = WireName.decode(String(key.dropFirst(keyPrefix.count))), !name.isEmpty, !name.contains("/") {
+                    names.append(name)
+                }
+            }
+            for common in root.children("CommonPrefixes") {
+                guard let prefix = common.exactText(of: "Prefix"), prefix.hasPrefix(keyPrefix), prefix.hasSuffix("/") else { continue }
+                if let name = WireName.decode(String(prefix.dropFirst(keyPrefix.count).dropLast())), !name.isEmpty, !name.contains("/") {
+                    names.append(name)
+                }
+            }
+            token = root.text(of: "IsTruncated") == "true" ? root.text(of: "NextContinuationToken") : nil
+        } while token != nil
+        return names
+    }
+
+    public func listFolder(_ folder: String) async throws -> RemoteFileList {
+        try await listObjects(under: try RelativePath.components(of: folder), skippingVersions: false)
+    }
+
+    /// Every object under the folder, deleted one by one (absent is success).
+    public func deleteFolder(_ folder: String) async throws {
+        let files = try await listFolder(folder)
+        for index in files.indices {
+            try await delete(files.path(at: index))
+        }
     }
 
     // MARK: Uploads

@@ -31,6 +31,8 @@ struct FileCollection: Sendable {
     var folder: [String]?
     /// Temporary files (this name prefix) stay entries: their times decide their sweep.
     var temporaryPrefix: String
+    /// Whether the versions folder at the root, and all in it, is left out (as `list()` must).
+    var skipsVersions = true
 }
 
 /// Gathers the entries of a 207 body as libcurl delivers it.
@@ -119,6 +121,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
 
         /// Keeps a parsed response: a plain file into `files` when collecting, else as an entry.
         private mutating func keep(_ entry: WebDAVEntry) {
+            if let collection, collection.skipsVersions, entry.path.first == VersionStore.folder { return }
             guard let collection, !entry.isCollection, !entry.foreignSpelling, let name = entry.path.last,
                   !name.hasPrefix(collection.temporaryPrefix)
             else { return entries.append(entry) }

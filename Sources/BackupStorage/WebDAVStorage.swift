@@ -110,8 +110,18 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     ///
     /// One `PROPFIND Depth: infinity` where the server allows it; otherwise (or when the answer
     /// looks cut to one level, as some servers do silently) a walk with `Depth: 1` per folder.
+    ///
+    /// The root's own level is read first (`Depth: 1`): where it holds the versions folder,
+    /// each other folder at the root is listed on its own, so the server never walks the
+    /// versions (30 days of them can outnumber the tree).
     public func list() async throws -> RemoteFileList {
         if infiniteDepth.withLock({ $0 }) != false {
+            let (rootLevel, rootFiles) = try await listOneLevel([], versions: true)
+            if rootLevel.contains(where: { $0.isCollection && $0.path == [VersionStore.folder] }) {
+                let others = rootLevel.filter { $0.path != [VersionStore.folder] }
+                if let listed = try await listAroundVersions(others, rootFiles) { return listed }
+                return try await walk()
+            }
             let (response, stream) = try await propfind(
                 folderURL: endpoint.folderURL, depth: "infinity", properties: Self.fileProperties,
                 what: "listing \(endpoint.displayURL)", collecting: FileCollection(folder: nil, temporaryPrefix: Self.temporaryFilePrefix))
@@ -133,6 +143,58 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             }
         }
         return try await walk()
+    }
+
+    /// The root's files and, each listed with `Depth: infinity` (up to `listingConcurrency`
+    /// at once), its folders but the versions folder; nil where the server refuses the depth.
+    private func listAroundVersions(_ rootLevel: [WebDAVEntry], _ rootFiles: RemoteFileList) async throws -> RemoteFileList? {
+        let folders = rootLevel.filter { $0.isCollection && !$0.foreignSpelling && $0.path.count == 1 && $0.path != [VersionStore.folder] }
+        var entries = rootLevel
+        var collected = rootFiles
+        var refused = false
+        try await withThrowingTaskGroup(of: ([WebDAVEntry], RemoteFileList)?.self) { group in
+            var pending = folders.map(\.path)
+            var running = 0
+            while true {
+                while running < Self.listingConcurrency, !refused, let folder = pending.popLast() {
+                    group.addTask { try await self.listInfinite(folder) }
+                    running += 1
+                }
+                guard running > 0, let result = try await group.next() else { break }
+                running -= 1
+                guard let (level, files) = result else {
+                    refused = true
+                    continue
+                }
+                entries += level
+                collected.append(contentsOf: files)
+            }
+        }
+        if refused {
+            infiniteDepth.withLock { $0 = false }
+            return nil
+        }
+        infiniteDepth.withLock { $0 = true }
+        return files(in: entries, collected: collected)
+    }
+
+    /// One folder below the root with `Depth: infinity`: its entries (itself left out) and its
+    /// files; nil where the server refuses the depth or cut the answer to one level.
+    private func listInfinite(_ folder: [String]) async throws -> ([WebDAVEntry], RemoteFileList)? {
+        let display = folder.joined(separator: "/")
+        let (response, stream) = try await propfind(
+            folderURL: folderURL(folder), depth: "infinity", properties: Self.fileProperties, what: "listing \(display)",
+            collecting: FileCollection(folder: nil, temporaryPrefix: Self.temporaryFilePrefix))
+        if response.status == 404 { return ([], []) }  // removed meanwhile
+        if response.status == 401 || (300..<400).contains(response.status) { throw failure(response, "listing", display) }
+        guard response.status == 207 else { return nil }
+        let entries = try parseMultistatus(response, stream, what: "listing \(display)", notes: true).filter {
+            $0.path.count > folder.count && $0.path.starts(with: folder)
+        }
+        let subfolders = entries.filter { $0.isCollection }
+        let deepest = max(entries.map { $0.path.count }.max() ?? 0, stream.deepestFile)
+        if !subfolders.isEmpty && deepest <= folder.count + 1 { return nil }
+        return (entries, stream.files)
     }
 
     public func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
@@ -210,6 +272,88 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             if [200, 202, 204].contains(response.status) { swept += 1 }
         }
         return swept
+    }
+
+    // MARK: Versions
+
+    /// MOVE (or with `copy`, COPY) with `Overwrite: F` into the version's place, its folders
+    /// made first. Neither is repeatable blindly: after a lost answer (a dropped connection, a
+    /// stall, a 500/502/504) the provider asks (PROPFIND Depth 0) where the file is, and sends
+    /// the request again only when the source is still there and the destination is not.
+    public func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool {
+        let parts = try Self.components(of: path)
+        let target = try Self.components(of: destination)
+        let method = copy ? "COPY" : "MOVE"
+        var lost = 0
+        var remade = false
+        while true {
+            try await ensureFolders(Array(target.dropLast()), path: destination)
+            var answer: HTTPResponse?
+            var lostAnswer = CloudError(.transport, "no answer from \(endpoint.server)")
+            do {
+                answer = try await send(
+                    "keeping \(path) as \(destination)", method: method, url: fileURL(parts),
+                    headers: [("Destination", fileURL(target)), ("Overwrite", "F")], repeatable: false)
+            } catch let error as CloudError where error.kind == .transport {
+                lostAnswer = error
+            }
+            if let response = answer {
+                switch response.status {
+                case 200, 201, 204: return copy
+                case 404: throw CloudError(.notFound, "\(path) does not exist on \(endpoint.displayURL) (while keeping it as a version)")
+                case 409 where !remade:
+                    // The version's folder went away since it was made: made again, once.
+                    forgetFolders(Array(target.dropLast()))
+                    remade = true
+                    continue
+                case 412:
+                    throw CloudError(.transport, "\(destination) already exists on \(endpoint.displayURL); \(path) was not kept over it")
+                case 500, 502, 504:
+                    lostAnswer = failure(response, "keeping a version of", path)
+                default:
+                    throw failure(response, "keeping a version of", path)
+                }
+            }
+            lost += 1
+            let source = try await exists(parts, what: "checking whether \(path) was kept")
+            let kept = try await exists(target, what: "checking whether \(path) was kept")
+            if kept && (copy || !source), let placed = try? await stat(target, path: destination), placed.size == size {
+                return copy || source
+            }
+            if source && !kept && lost <= client.settings.connectionRetries { continue }  // not done: the source is still the source
+            throw CloudError(.transport, "the answer to keeping \(path) as a version was lost (\(lostAnswer.message)); "
+                + (source && !kept ? "it was not kept, so it was not replaced or deleted; run again"
+                    : "\(endpoint.server) now shows \(source ? "it" : "no file") at \(path) and \(kept ? "a file" : "none") at \(destination); run again"))
+        }
+    }
+
+    /// Whether a file or folder is at `parts` (PROPFIND Depth 0: 207 yes, 404 no).
+    private func exists(_ parts: [String], what: String) async throws -> Bool {
+        let response = try await propfind(folderURL: fileURL(parts), depth: "0", properties: ["<d:resourcetype/>"], what: what).0
+        switch response.status {
+        case 207: return true
+        case 404: return false
+        default: throw failure(response, what, parts.joined(separator: "/"))
+        }
+    }
+
+    public func listNames(in folder: String) async throws -> [String] {
+        let parts = try Self.components(of: folder)
+        let (entries, files) = try await listOneLevel(parts, versions: true)
+        return entries.compactMap(\.path.last) + files.indices.compactMap { files.path(at: $0).split(separator: "/").last.map(String.init) }
+    }
+
+    public func listFolder(_ folder: String) async throws -> RemoteFileList {
+        try await walk(from: try Self.components(of: folder), versions: true)
+    }
+
+    /// DELETE of the collection (the server removes what is in it); absent is success.
+    public func deleteFolder(_ folder: String) async throws {
+        let parts = try Self.components(of: folder)
+        let response = try await sendWhileLocked("removing \(folder)", method: "DELETE", url: folderURL(parts), repeatable: true)
+        guard [200, 202, 204, 404].contains(response.status) else { throw failure(response, "removing", folder) }
+        forgetFolders(parts)
+        knownFolders.withLock { known in known = known.filter { !$0.hasPrefix(parts.joined(separator: "/") + "/") } }
     }
 
     // MARK: Quota
@@ -459,7 +603,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// The files among `entries` and those `collected` as they were parsed, temporaries left
     /// out; a path listed again (the same href twice, or spelt with another percent-encoding)
     /// keeps its first entry, with a note.
-    private func files(in entries: [WebDAVEntry], collected: RemoteFileList) -> RemoteFileList {
+    private func files(in entries: [WebDAVEntry], collected: RemoteFileList, recordTemporaries: Bool = true) -> RemoteFileList {
         var folders = Set<String>()
         var result = collected
         var temporaries: [(parts: [String], lastModified: String?)] = []
@@ -481,7 +625,7 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             result.append(RemoteFile(path: path, size: entry.size, remoteId: entry.remoteId))
         }
         knownFolders.withLock { $0.formUnion(folders) }
-        listedTemporaries.withLock { $0 = temporaries }
+        if recordTemporaries { listedTemporaries.withLock { $0 = temporaries } }
         let (unique, duplicates) = result.removingRepeatedPaths()
         if !duplicates.isEmpty {
             let shown = duplicates.prefix(MultistatusStream.maxNotes).map { "left out of the listing: \($0) was listed again" }
@@ -497,15 +641,15 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// Lists folder by folder with `Depth: 1`, up to `listingConcurrency` folders at once, a
     /// new one sent as soon as any answers (the files in the order the answers came: a sorted
     /// copy of a large listing would double it while it is made; the sync sorts positions).
-    private func walk() async throws -> RemoteFileList {
-        var pending: [[String]] = [[]]
+    private func walk(from start: [String] = [], versions: Bool = false) async throws -> RemoteFileList {
+        var pending: [[String]] = [start]
         var entries: [WebDAVEntry] = []
         var collected = RemoteFileList()
         try await withThrowingTaskGroup(of: ([WebDAVEntry], RemoteFileList).self) { group in
             var running = 0
             while true {
                 while running < Self.listingConcurrency, let folder = pending.popLast() {
-                    group.addTask { try await self.listOneLevel(folder) }
+                    group.addTask { try await self.listOneLevel(folder, versions: versions) }
                     running += 1
                 }
                 guard running > 0, let (level, files) = try await group.next() else { break }
@@ -518,15 +662,15 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
                 }
             }
         }
-        return files(in: entries, collected: collected)
+        return files(in: entries, collected: collected, recordTemporaries: !versions)
     }
 
     /// The entries directly inside `folder` (not the folder itself), plain files packed.
-    private func listOneLevel(_ folder: [String]) async throws -> ([WebDAVEntry], RemoteFileList) {
+    private func listOneLevel(_ folder: [String], versions: Bool = false) async throws -> ([WebDAVEntry], RemoteFileList) {
         let display = folder.isEmpty ? endpoint.displayURL : folder.joined(separator: "/")
         let (response, stream) = try await propfind(
             folderURL: folderURL(folder), depth: "1", properties: Self.fileProperties, what: "listing \(display)",
-            collecting: FileCollection(folder: folder, temporaryPrefix: Self.temporaryFilePrefix))
+            collecting: FileCollection(folder: folder, temporaryPrefix: Self.temporaryFilePrefix, skipsVersions: !versions))
         if folder.isEmpty {
             try checkRoot(response, what: "listing")
         } else if response.status == 404 {

@@ -144,7 +144,7 @@ enum KeyMaps {
     static let sync = KeyMap(name: "Sync", bindings: [
         Binding([ch("s")], .syncAgain, "run the sync again", hint: "sync again"),
         Binding([ch("y")], .allowConsent, "allow the first write to this remote, and sync", hint: "allow"),
-        Binding([ch("a")], .allowShrink, "sync anyway (allow shrink): deletes what the guard stopped, after you confirm", hint: "sync anyway"),
+        Binding([ch("a")], .allowShrink, "sync anyway, after you confirm: lifts the guard that stopped the run for this run only (too many deletes: --allow-shrink; too many files rewritten: --allow-change)", hint: "sync anyway"),
         Binding([ch("v")], .showNotes, "view every note of the run in full (files skipped or unreadable, links, special files)", hint: "notes"),
         Binding([ch("h")], .openHold, "open the write hold: set one while the sync runs to stop it before its next write (what it wrote is recorded), or clear one that stopped it", hint: "hold"),
         Binding([ch("r")], .restoreFirst, "restore the backup into the empty source first", hint: "restore"),

@@ -36,12 +36,13 @@ public struct ReservedNames: Sendable, Equatable {
         self.prefixes = prefixes
     }
 
-    /// The marker, the restore staging folder, the folder remote's volume id and temporary files.
+    /// The marker, the restore staging folder, the folder remote's volume id, the versions folder and temporary files.
     public static let tool = ReservedNames(
         rootNames: [
             SyncEngine.defaultMarkerPath, RestoreTarget.stagingName,
             // FolderStorage.volumeIdFileName; BackupTree cannot import BackupStorage.
             ".backup-volume-id",
+            VersionStore.folder,
         ],
         // FolderStorage.temporaryFilePrefix.
         prefixes: [".backup-tmp."])

@@ -9,7 +9,7 @@ import Synchronization
 public final class FaultyStorage: RemoteStorage {
     /// The kinds of call that can be counted and failed. A put is writeBytes or writeFile.
     public enum Operation: String, Sendable, Hashable {
-        case identityKey, list, put, read, download, delete, prefetch, flush
+        case identityKey, list, put, read, download, delete, prefetch, flush, keepVersion
     }
 
     /// One recorded call.
@@ -22,6 +22,8 @@ public final class FaultyStorage: RemoteStorage {
         case delete(String)
         case prefetch([String])
         case flush
+        /// Keeping the file at the path as a version.
+        case keepVersion(String)
 
         public var operation: Operation {
             switch self {
@@ -33,13 +35,14 @@ public final class FaultyStorage: RemoteStorage {
             case .delete: .delete
             case .prefetch: .prefetch
             case .flush: .flush
+            case .keepVersion: .keepVersion
             }
         }
 
         /// Whether this call changes the remote.
         public var isWrite: Bool {
             switch self {
-            case .put, .delete: true
+            case .put, .delete, .keepVersion: true
             default: false
             }
         }
@@ -221,4 +224,14 @@ public final class FaultyStorage: RemoteStorage {
     }
     public func removeTreeEntries(_ entries: [TreeEntry]) async { await base.removeTreeEntries(entries) }
     public func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { await base.makeTreeEntries(entries) }
+
+    public func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool {
+        try await enter(.keepVersion(path))
+        let kept = try await base.keepVersion(path, as: destination, size: size, copy: copy)
+        try await leave(.keepVersion(path))
+        return kept
+    }
+    public func listNames(in folder: String) async throws -> [String] { try await base.listNames(in: folder) }
+    public func listFolder(_ folder: String) async throws -> RemoteFileList { try await base.listFolder(folder) }
+    public func deleteFolder(_ folder: String) async throws { try await base.deleteFolder(folder) }
 }

@@ -5,9 +5,10 @@ import BackupEngine
 
 enum SyncCommand {
     static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile, output: Output) async throws(AppError) -> ExitStatus {
-        let request = SyncRequest(
+        var request = SyncRequest(
             consent: command.flag("yes"), allowShrink: command.flag("allow-shrink"), dryRun: command.flag("dry-run"),
             allowMissingRemote: command.flag("allow-missing-remote"), takeOver: command.flag("take-over"))
+        request.allowChange = command.flag("allow-change")
         let summary = try await app.sync(profile, request, events: output.events)
         var result: [String: Any] = [
             "event": "result", "profile": profile.name, "files": summary.files, "hashed": summary.hashedFiles,
@@ -34,6 +35,7 @@ enum SyncCommand {
             for failure in report.deleteFailures { lines.append("not deleted (retried next run): \(failure.path): \(failure.error.message)") }
             for failure in report.sourceFailures { lines.append("not uploaded (retried next run): \(failure.message)") }
             for note in report.treeNotes { lines.append("note: \(note)") }
+            lines += Self.versions(report, into: &result)
         case .ran(.unavailable(let reason)), .previewed(.unavailable(let reason)):
             result["status"] = "unavailable"
             result["reason"] = Words.key(reason)
@@ -56,6 +58,7 @@ enum SyncCommand {
             result["message"] = error.message
             result["uploaded"] = report.fileCount
             lines = ["sync failed after \(report.uploaded.count) upload(s): \(error.message)", "what was uploaded is recorded; the next run continues from there"]
+            lines += Self.versions(report, into: &result)
         case .previewed(.failed(let error)):
             result["status"] = "failed"
             result["error"] = Words.key(error.kind)
@@ -75,5 +78,32 @@ enum SyncCommand {
         }
         if output.json { output.emit(result) } else { output.summary(lines: lines) }
         return summary.status
+    }
+
+    /// What the run kept as versions, what it could not keep (and so did not replace or
+    /// delete), and what retention pruned: into the JSON result, and as lines for people.
+    private static func versions(_ report: SyncReport, into result: inout [String: Any]) -> [String] {
+        if let kept = report.versions {
+            result["versions"] = ["run": kept.run, "replaced": kept.replaced, "deleted": kept.deleted, "bytes": kept.bytes,
+                                  "marker": kept.marker]
+        }
+        result["keep_failures"] = report.keepFailures.map {
+            ["path": $0.path, "deleting": $0.deleting, "error": Words.key($0.error.kind), "message": $0.error.message]
+        }
+        result["pruned"] = report.pruned
+        var lines: [String] = []
+        if let kept = report.versions, kept.files > 0 {
+            lines.append("kept the old versions of \(kept.replaced) replaced and \(kept.deleted) deleted file(s) "
+                + "(\(Output.bytes(kept.bytes))) in \(VersionStore.runFolder(kept.run))")
+        }
+        for failure in report.keepFailures {
+            lines.append("not \(failure.deleting ? "deleted" : "replaced") (its old version could not be kept; retried next run): "
+                + "\(failure.path): \(failure.error.message)")
+        }
+        if !report.pruned.isEmpty {
+            lines.append("pruned \(report.pruned.count) run(s) of versions older than keep_versions: \(report.pruned.joined(separator: ", "))")
+        }
+        for note in report.pruneNotes { lines.append("note: \(note)") }
+        return lines
     }
 }

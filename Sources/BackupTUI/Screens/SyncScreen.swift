@@ -63,7 +63,7 @@ final class SyncScreen: ProfileJobScreen {
         if wantsPassword { return [.enterPassword, .syncAgain] }
         switch unavailable {
         case .needsConsent: return [.allowConsent]
-        case .shrinkSuspected: return [.allowShrink]
+        case .shrinkSuspected, .changeSuspected: return [.allowShrink]
         case .writeHeld: return holdCleared ? [.syncAgain] : [.openHold]
         case .restorePending: return [.restoreFirst]
         case .noAccount, .remoteMissing, .otherWriter, nil: return [.syncAgain]
@@ -119,7 +119,9 @@ final class SyncScreen: ProfileJobScreen {
         if let dialog = confirm {
             guard let yes = dialog.handle(key) else { return .handled }
             confirm = nil
-            if yes { restart { $0.allowShrink = true } }
+            if yes {
+                if case .changeSuspected = unavailable { restart { $0.allowChange = true } } else { restart { $0.allowShrink = true } }
+            }
             return .handled
         }
         guard let action = keys.action(for: key), offered.contains(action) else { return .ignored }
@@ -131,6 +133,12 @@ final class SyncScreen: ProfileJobScreen {
                 confirm = ConfirmDialog(title: "Sync anyway?", lines: [
                     "This run deletes \(deletes) of the \(known) files in the backup on \(profile.remote).",
                     "Do this only if you really deleted them here, and the source is complete.",
+                ])
+            } else if case .changeSuspected(let replaces, let known) = unavailable {
+                confirm = ConfirmDialog(title: "Sync anyway?", lines: [
+                    "This run replaces \(replaces) of the \(known) files in the backup on \(profile.remote) with new contents.",
+                    "Files rewritten all at once can be ransomware or a script gone wrong: open a few of them first.",
+                    "Do this only if the change is yours (the old contents are kept as versions where they are on).",
                 ])
             }
         case .enterPassword: password = PasswordQuestion.dialog(remote: profile.remote)
