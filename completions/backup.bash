@@ -5,7 +5,7 @@
 # The commands that follow the command path $1 ("" for backup itself, "hold", ...).
 _backup_subcommands() {
     case $1 in
-        '') echo 'init sync status probe restore hold forget tui' ;;
+        '') echo 'init sync status probe restore versions hold forget tui' ;;
         'hold') echo 'set clear' ;;
     esac
 }
@@ -15,10 +15,11 @@ _backup_options() {
     case $1 in
         '') echo '--profile --config --help --version' ;;
         'init') echo '--source --remote --group --exclude --force --profile --config --help --version' ;;
-        'sync') echo '--yes --allow-shrink --allow-missing-remote --take-over --dry-run --json --no-tui --profile --config --help --version' ;;
+        'sync') echo '--yes --allow-shrink --allow-change --allow-missing-remote --take-over --dry-run --json --no-tui --profile --config --help --version' ;;
         'status') echo '--json --profile --config --help --version' ;;
         'probe') echo '--json --profile --config --help --version' ;;
-        'restore') echo '--to --remote --resume --reset-attempts --only --path --place --overwrite --abandon --json --no-tui --profile --config --help --version' ;;
+        'restore') echo '--to --remote --resume --reset-attempts --only --path --as-of --place --overwrite --abandon --json --no-tui --profile --config --help --version' ;;
+        'versions') echo '--remote --json --profile --config --help --version' ;;
         'hold') echo '--profile --config --help --version' ;;
         'hold set') echo '--profile --config --help --version' ;;
         'hold clear') echo '--profile --config --help --version' ;;
@@ -39,7 +40,9 @@ _backup_value() {
         'restore:--remote') echo 'directory' ;;
         'restore:--only') echo 'text' ;;
         'restore:--path') echo 'text' ;;
+        'restore:--as-of') echo 'text' ;;
         'restore:--place') echo 'choice:all ask' ;;
+        'versions:--remote') echo 'directory' ;;
         *:--profile) echo 'profile' ;;
         *:--config) echo 'file' ;;
     esac

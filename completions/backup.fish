@@ -6,7 +6,7 @@
 function __backup_subcommands
     switch "$argv[1]"
         case ''
-            printf '%s\n' 'init' 'sync' 'status' 'probe' 'restore' 'hold' 'forget' 'tui'
+            printf '%s\n' 'init' 'sync' 'status' 'probe' 'restore' 'versions' 'hold' 'forget' 'tui'
         case 'hold'
             printf '%s\n' 'set' 'clear'
     end
@@ -15,7 +15,7 @@ end
 # Whether option $argv[2] takes a value at path $argv[1].
 function __backup_takes_value
     switch "$argv[1]:$argv[2]"
-        case 'init:--source' 'init:--remote' 'init:--group' 'init:--exclude' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--place' '*:--profile' '*:--config'
+        case 'init:--source' 'init:--remote' 'init:--group' 'init:--exclude' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--as-of' 'restore:--place' 'versions:--remote' '*:--profile' '*:--config'
             return 0
     end
     return 1
@@ -93,6 +93,7 @@ complete -c backup -n '__backup_wants_command ""' -a 'sync' -d 'back up the sour
 complete -c backup -n '__backup_wants_command ""' -a 'status' -d 'show a profile\'s state and what a sync would do now'
 complete -c backup -n '__backup_wants_command ""' -a 'probe' -d 'look at the remote without writing'
 complete -c backup -n '__backup_wants_command ""' -a 'restore' -d 'restore a backup, group by group'
+complete -c backup -n '__backup_wants_command ""' -a 'versions' -d 'list the kept versions, or one file\'s'
 complete -c backup -n '__backup_wants_command ""' -a 'hold' -d 'show, set or clear the write hold'
 complete -c backup -n '__backup_wants_command ""' -a 'forget' -d 'drop the profile\'s local state (the remote is untouched)'
 complete -c backup -n '__backup_wants_command ""' -a 'tui' -d 'open the full-screen interface'
@@ -103,6 +104,7 @@ complete -c backup -n '__backup_at "init"' -l exclude -x -d 'A gitignore-style p
 complete -c backup -n '__backup_at "init"' -l force -d 'Replace an existing profile of the same name'
 complete -c backup -n '__backup_at "sync"' -l yes -d 'Consent to the first write to this remote'
 complete -c backup -n '__backup_at "sync"' -l allow-shrink -d 'Lift the shrink guard for this run: allow deleting more than half of the backup'
+complete -c backup -n '__backup_at "sync"' -l allow-change -d 'Lift the change guard for this run: allow replacing more of the files than the profile\'s max_change (50% by default)'
 complete -c backup -n '__backup_at "sync"' -l allow-missing-remote -d 'Lift the remote-missing guard for this run: write to a remote synced before that now holds nothing (check first that it is not an unmounted disk)'
 complete -c backup -n '__backup_at "sync"' -l take-over -d 'Write over a backup whose marker names another writer (another profile or machine), making this profile the remote\'s writer'
 complete -c backup -n '__backup_at "sync"' -l dry-run -d 'Show what would be uploaded and deleted; write nothing'
@@ -116,10 +118,13 @@ complete -c backup -n '__backup_at "restore"' -l resume -d 'Continue the last re
 complete -c backup -n '__backup_at "restore"' -l reset-attempts -d 'With --resume: try again files that failed three times'
 complete -c backup -n '__backup_at "restore"' -l only -x -d 'Restore only this group; repeat for more'
 complete -c backup -n '__backup_at "restore"' -l path -x -d 'Restore only this file, or this folder and everything in it (a path in the backup, like docs/taxes); repeat for more'
+complete -c backup -n '__backup_at "restore"' -l as-of -x -d 'Restore the tree as it was at TIME (2026-11-30, 2026-11-30T14:05:09, local time unless it ends in Z), from the current files and the kept versions; a time before the oldest kept version is refused'
 complete -c backup -n '__backup_at "restore"' -l place -x -a 'all ask' -d 'Place every group (all, the default) or ask per group (ask)'
 complete -c backup -n '__backup_at "restore"' -l overwrite -d 'Replace local files that differ; without it their group is rejected and reported'
 complete -c backup -n '__backup_at "restore"' -l abandon -d 'Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete'
 complete -c backup -n '__backup_at "restore"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "restore"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
+complete -c backup -n '__backup_at "versions"' -l remote -x -a '(__fish_complete_directories)' -d 'Look at this remote without a profile'
+complete -c backup -n '__backup_at "versions"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_wants_command "hold"' -a 'set' -d 'set the write hold'
 complete -c backup -n '__backup_wants_command "hold"' -a 'clear' -d 'clear the write hold'

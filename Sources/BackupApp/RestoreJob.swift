@@ -23,6 +23,8 @@ public struct RestoreRequest: Sendable {
     public var paths: [String] = []
     /// `--overwrite`: local files that differ may be replaced.
     public var overwrite = false
+    /// `--as-of`: restore the tree the backup was at this time, from the kept versions.
+    public var asOf: Date?
     /// Asked per group (`--place ask`, the TUI); nil places every group (`--place all`).
     public var decide: (@Sendable (PlacementOffer) async -> PlacementDecision)?
 
@@ -135,7 +137,8 @@ extension BackupApp {
             let target = RestoreTarget(root: targetPath)
             // Only a restore from the profile's own remote into its source speaks for its sync
             // state: another backup's hashes say nothing of what this profile's remote holds.
-            let intoOwnSource = profile.map { profile in
+            // A past tree says nothing of what the remote holds now either.
+            let intoOwnSource = request.asOf == nil && profile.map { profile in
                 request.remoteURL.map { Self.sameRemote($0, profile.remote) } ?? true
                     && Self.sameFolder(targetPath, profile.source)
             } ?? false
@@ -172,9 +175,14 @@ extension BackupApp {
                 do {
                     let probe = await Probe(storage: storage, availability: gate).run()
                     Self.reportListingNotes(remote.storage, events)
-                    guard case .found(let marker, let source, let files) = probe else {
+                    guard case .found(let currentMarker, let source, let currentFiles) = probe else {
                         summary.result = .probe(probe)
                         return summary
+                    }
+                    var (marker, files, pastTree) = (currentMarker, currentFiles, RestorePlanner.PastTree?.none)
+                    if let asOf = request.asOf {
+                        (marker, files, pastTree) = try await Self.pastTree(asOf, storage: storage, current: currentMarker, files: currentFiles,
+                                                                             remote: remote.displayURL, events: events)
                     }
                     do {
                         let limit = Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)
@@ -199,7 +207,8 @@ extension BackupApp {
                         }
                         var planned = PlanOutline()
                         try record.record(source: source, target: target.root) { add in
-                            planned = try RestorePlanner.plan(marker: marker, files: files, target: target, only: only, paths: selection, into: add)
+                            planned = try RestorePlanner.plan(
+                                marker: marker, files: files, target: target, only: only, paths: selection, pastTree: pastTree, into: add)
                             // Nothing chosen is in the backup: said, and the record is left as it was.
                             if let selection, planned.files == 0, planned.refused.isEmpty,
                                !planned.tree.contains(where: { selection.covers($0.path) }) {
@@ -276,6 +285,40 @@ extension BackupApp {
         } catch {
             throw AppError.from(error)
         }
+    }
+
+    /// The marker, the listing and the content paths of the tree the backup was at `time`:
+    /// the current files where they are still that content, the kept ones where a later run
+    /// replaced or deleted them.
+    static func pastTree(
+        _ time: Date, storage: any RemoteStorage, current: Data, files: RemoteFileList, remote: String, events: JobEvents
+    ) async throws -> (Data, RemoteFileList, RestorePlanner.PastTree) {
+        let history = try await VersionHistory.read(storage)
+        let tree: VersionHistory.AsOf
+        do throws(VersionHistory.AsOfRefusal) {
+            tree = try await history.asOf(time) { run in
+                guard run.hasRecord, let bytes = try? await storage.readBytes(VersionStore.recordPath(run: run.name)) else { return nil }
+                return VersionRecord.decode(bytes)
+            }
+        } catch .noVersions {
+            throw AppError(.usage, "--as-of: \(remote) keeps no versions (keep_versions is 0, or no sync replaced or deleted "
+                + "anything yet): the only tree it holds is the current one; restore without --as-of")
+        } catch .beforeOldest(let oldest, let since) {
+            throw AppError(.usage, "--as-of: that is before the oldest tree \(remote) keeps, the backup as it was from "
+                + "\(VersionTime.shown(since)) (kept in \(VersionStore.runFolder(oldest.name))); choose a time from then on")
+        }
+        var marker = current
+        if let run = tree.markerRun {
+            marker = try await storage.readBytes(VersionStore.path(run: run.name, SyncEngine.defaultMarkerPath))
+            events(.phase("restoring the tree as it was before the run of \(VersionTime.shown(run.date))"))
+        }
+        var merged = files.removing(where: { tree.fromVersions[files.path(at: $0)] != nil })
+        var contentPaths: [String: String] = [:]
+        for (path, kept) in tree.fromVersions {
+            merged.append(RemoteFile(path: path, size: kept.size))
+            contentPaths[path] = kept.path
+        }
+        return (marker, merged, RestorePlanner.PastTree(contentPaths: contentPaths))
     }
 
     /// What `backup restore --abandon` did.

@@ -61,6 +61,9 @@ public enum BackupCLI {
             if name == "restore" && command.value("remote") != nil && command.value("profile") == nil {
                 return try await RestoreCommand.run(command, app: app, profile: nil, output: output)
             }
+            if name == "versions" && command.value("remote") != nil && command.value("profile") == nil {
+                return try await VersionsCommand.run(command, app: app, profile: nil, output: output)
+            }
             let profile = try app.profile(profileName)
             switch name {
             case "sync": return try await SyncCommand.run(command, app: app, profile: profile, output: output)
@@ -69,6 +72,7 @@ public enum BackupCLI {
             case "restore": return try await RestoreCommand.run(command, app: app, profile: profile, output: output)
             case "hold": return try HoldCommand.run(command, app: app, profile: profile, output: output)
             case "forget": return try ForgetCommand.run(command, app: app, profile: profile, output: output)
+            case "versions": return try await VersionsCommand.run(command, app: app, profile: profile, output: output)
             default: throw AppError(.usage, "unknown command \"\(name)\"; see `backup --help`")
             }
         } catch {

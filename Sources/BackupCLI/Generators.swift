@@ -241,6 +241,7 @@ enum Manual {
         guards(&page)
         restore(&page)
         kept(&page)
+        versions(&page)
         security(&page)
         json(&page)
         environment(&page)
@@ -458,6 +459,8 @@ enum Manual {
         "region": "S3: the region (default: `AWS_REGION`, else us-east-1).",
         "endpoint": "S3: the endpoint URL of S3-compatible storage (default: `AWS_ENDPOINT_URL`, else AWS itself).",
         "path_style": "S3: `yes` for path-style addressing (endpoint/bucket/key) rather than bucket.endpoint/key; by default path style is used for a custom endpoint or a bucket name DNS cannot carry.",
+        "keep_versions": "How long the old contents of replaced and deleted files are kept on the remote, in `.backup-versions` (see VERSIONS): a number of hours, days or weeks (`12h`, `30d`, `8w`; default `30d`), or `0` to keep none (versions already kept then stay until you remove them).",
+        "max_change": "The change guard: the largest share of the files compared by content that one sync may replace, once at least 20 are known (default `50%`); `100%` or `off` turns the guard off. See GUARANTEES AND GUARDS.",
     ]
 
     static func credentials(_ page: inout Mdoc) {
@@ -516,6 +519,7 @@ enum Manual {
             ("Sy Remote-missing guard Pq Cm remoteMissing", "A remote that this profile has completed a sync to and that no longer holds its marker is not written (a completed sync always leaves one): it is an unmounted disk's bare mount point, empty or with a stray file (writing there would fill the system disk with a backup nobody can find, and delete the stray file), another disk mounted in its place, a disconnected share, a wrong URL, or a folder emptied by hand. Nothing is written, not even the folder's volume id, and the state is kept, so every run is refused until the remote is back. Beyond the contract, it is checked before the empty guard. It holds while the remote's identity is the same or can no longer be told (a bare mount point has no volume id); a provider that names another identity is an account switch, which starts over instead. If the backup there is really gone, lift it for one run with `backup sync --allow-missing-remote`."),
             ("Sy Writer guard Pq Cm otherWriter", "Each profile has a writer id, made by `backup init` (the `writer` key of its config section; a profile written before there were writer ids gets one at its first sync that writes), and the marker names the writer that wrote it. A sync that finds the remote's marker written by another writer (another profile or machine on the same remote folder, which would delete each other's files at every run) writes nothing and names that writer. It is checked after the empty guard, so a new machine with an empty source is told to restore first, and before the shrink guard. A restore from the profile's own remote into its source takes the writer over by itself, so restoring on a new machine and then syncing needs no flag (a restore continued with `--resume` does not; use the flag then). A marker written before markers carried a writer id is taken over silently. To make this profile the remote's writer on purpose, run `backup sync --take-over`; the other profile is then refused in turn."),
             ("Sy Shrink guard Pq Cm shrinkSuspected", "A run that would delete more than half of the files in the backup (once it holds at least four) is refused: a half-mounted disk, a moved folder, or an `rm -rf` in the wrong place would otherwise take the backup with it. Check that the source is complete; if you really deleted those files, lift it for one run with `backup sync --allow-shrink`."),
+            ("Sy Change guard Pq Cm changeSuspected", "Beyond the contract, beside the shrink guard: a run that would replace more than the profile's `max_change` (default 50%) of the files it compares by content is refused, once at least 20 such files are known. Ransomware, or a script gone wrong, rewrites files in place: the names, sizes and count stay the same, so the shrink guard sees nothing. Files compared by size only are not counted (a rewrite cannot be told from a touch). Open a few of the files; if the change is yours, lift it for one run with `backup sync --allow-change` (the full-screen interface asks). With versions on, every file the run replaces is kept anyway."),
             ("Sy Hold Pq Cm writeHeld", "`backup hold set REASON` stops every sync of the profile from writing, including one already running, before its next write. Use it when something looks wrong (files encrypted by malware, a disk about to be swapped) and you want the backup left exactly as it is. `backup hold` shows it, `backup status` shows the reason, and `backup hold clear` lifts it. Restores are not held."),
         ], width: "Ds")
         page.paragraphs("""
@@ -624,6 +628,21 @@ enum Manual {
             """)
     }
 
+    static func versions(_ page: inout Mdoc) {
+        page.macro("Sh VERSIONS")
+        page.paragraphs("""
+            A plain mirror alone loses the only good copy when a file is deleted or overwritten by mistake and             the next sync runs. So a sync keeps what it replaces: before it writes over or deletes a file on the             remote, it keeps the old one, on the server itself, in `.backup-versions/<run time>/<path>` beside             the tree, where the run time is when the run began keeping, in UTC (`20261130T140509Z`: no colons,             which vfat, exFAT and SMB refuse). A file to be replaced is copied there first (a folder remote             makes a hard link; WebDAV sends COPY; S3 CopyObject, UploadPartCopy parts above 5 GiB), so its path             holds the old content until the new one lands; a file to be deleted is moved there (a rename;             WebDAV MOVE; S3 CopyObject, then DeleteObject). Neither is sent twice blindly: after a lost answer             the provider looks where the file is first. A version already kept is never kept over. If the old             file cannot be kept, that file is neither replaced nor deleted this run: the run says so (the             `keep_failures` of its JSON result) and the next run tries again, so an old version is never lost             without its copy. The marker a run replaces is kept in its folder too, so any kept tree can be             rebuilt, and beside the folder a small record, `<run time>.json`, says how many files it replaced             and deleted, their bytes, and when its own marker was written.
+
+            The versions folder is the tool's own: listings go around it (on WebDAV, the folders beside it are             listed one by one; on S3 the listing starts again after it), it counts toward no guard, and a source             folder of that name at the top of the source is not backed up. Browse it like the tree: each run's             folder is a plain folder of plain files.
+
+            Retention: after every sync that completed (one that wrote nothing too), the runs older than             `keep_versions` (default 30 days) are removed, oldest first, each run's kept marker before its             files. Never while the write hold is set, never after a guard refused the run. Only folders named             as runs are ever removed. With `keep_versions = 0` nothing is kept, and nothing already kept is             removed.
+
+            `backup versions` lists the kept runs: their time (local), the files each replaced and deleted,             and the bytes kept. `backup versions PATH` lists one file's kept versions, each as it was before             the run of that time, and whether the backup holds it now.
+
+            `backup restore --as-of TIME` restores the tree the backup was at that time: the files and the             folders, links and metadata of the marker that was current then, each file from the remote's             current copy where it is still that content, else from the first run after it that kept it; every             file is checked against the SHA-256 that marker gives. TIME is an ISO 8601 date or date-time,             local time unless it ends in `Z` or an offset (`2026-11-30`, `2026-11-30T14:05`,             `2026-11-30T14:05:09Z`, `2026-11-30 14:05:09+01:00`); a time is taken as the end of the last unit             it names, so a date means the backup as that day left it and a time copied from `date` just after             a sync includes that sync. A time before the oldest kept tree is refused (exit status 2), naming             it. It goes with `--only`, `--path` and `--to`; the full-screen interface asks for the time with             `d` where it asks what to restore. A restore as of a time never speaks for the sync state: the             next sync compares the restored files afresh, and uploads them (keeping what they replace) if             they went into the source.
+            """)
+    }
+
     static func security(_ page: inout Mdoc) {
         page.macro("Sh SECURITY")
         page.paragraphs("""
@@ -650,7 +669,7 @@ enum Manual {
     static func json(_ page: inout Mdoc) {
         page.macro("Sh JSON OUTPUT")
         page.paragraphs("""
-            With `--json`, `sync`, `restore`, `status` and `probe` print JSON lines on standard output: one \
+            With `--json`, `sync`, `restore`, `status`, `probe` and `versions` print JSON lines on standard output: one \
             object per line, each with an `event` key. The last line of a run is its `result`. Messages for \
             people still go to standard error. Scripts should ignore keys they do not know.
             """)
@@ -667,15 +686,17 @@ enum Manual {
         ], width: "conflict")
         page.text("The other keys of `result`, by command:")
         page.tagList([
-            ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent, the marker's included), `marker_bytes` (the marker's), `unchanged`, `metadata_updated` (files whose mode, times or owner alone changed: recorded, not uploaded), `symlinks`, `folders`, `delete_failures` (objects with `path`, `error` and `message`, retried next run) and `unreadable` (paths not uploaded); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too; when a write hold set while it ran stopped it (reason `writeHeld`), `uploaded`, `deleted` and `bytes`, what it wrote before the stop."),
+            ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent, the marker's included), `marker_bytes` (the marker's), `unchanged`, `metadata_updated` (files whose mode, times or owner alone changed: recorded, not uploaded), `symlinks`, `folders`, `delete_failures` (objects with `path`, `error` and `message`, retried next run), `unreadable` (paths not uploaded), `versions` (what the run kept: `run`, `replaced`, `deleted`, `bytes`, `marker`; absent when it kept nothing), `keep_failures` (files neither replaced nor deleted because their old version could not be kept: `path`, `deleting`, `error`, `message`) and `pruned` (the runs' folders retention removed); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too; when a write hold set while it ran stopped it (reason `writeHeld`), `uploaded`, `deleted` and `bytes`, what it wrote before the stop."),
             ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine, `hashMismatch`, `sizeMismatch` or `refusedPath` when a required file failed a check, and `damaged` when the marker did; with `--abandon`, `abandoned` (files no longer kept) and `would_delete` (those the next sync deletes)."),
             ("Cm probe", "`profile`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`."),
+            ("Cm versions", "`runs`, each with `run` (its folder's name), `time` (ISO 8601, UTC), `files` and `bytes` (kept), `marker` (whether it kept the marker it replaced), and `replaced` and `deleted` where its record says; with PATH, `path`, `versions` (`run`, `time`, `size`) and `current` (`size`, or null when the backup does not hold it now)."),
         ], width: "restore")
         let reasons = [
             ("noAccount", "credentials are missing"),
             ("needsConsent", "the first sync to this remote needs `--yes`"),
             ("restorePending", "the empty guard"),
             ("shrinkSuspected", "the shrink guard"),
+            ("changeSuspected", "the change guard"),
             ("remoteMissing", "the remote-missing guard: a remote synced before no longer holds its marker"),
             ("otherWriter", "the writer guard: the remote's marker names another writer (the `writer` key of the sync result)"),
             ("writeHeld", "the hold"),

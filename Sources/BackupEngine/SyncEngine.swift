@@ -137,6 +137,9 @@ public final class SyncEngine: Sendable {
         // Versions: what this run replaces or deletes, and the marker it replaces, are kept in
         // a folder of its own, named before its first write.
         var keeper: VersionKeeper?
+        // When the marker this run replaces was written, where it is this engine's own.
+        let previousCommit = plan.identityChange == .reset || plan.markerTakenOver || plan.markerMissing
+            ? nil : try state.meta(Self.markerCommittedKey).flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
         if versions != nil, total > 0, plan.remoteFiles > 0 || !plan.markerMissing {
             if let stop = try checkBeforeWrite(report) { return stop }
             do {
@@ -236,10 +239,6 @@ public final class SyncEngine: Sendable {
                 // The marker being replaced is kept with the run's versions, so the tree before
                 // this run can be rebuilt; one that cannot be kept is not replaced.
                 if let keeper, let size = plan.markerSize { try await keeper.keepMarker(markerPath, size: size) }
-                if let keeper, let kept = keeper.summary {
-                    let record = VersionRecord(replaced: kept.replaced, deleted: kept.deleted, bytes: kept.bytes, marker: kept.marker)
-                    _ = try await storage.writeBytes(VersionStore.recordPath(run: keeper.run), record.encoded())
-                }
                 // Everything before the marker is made durable first, then the marker itself:
                 // a marker on the remote always describes files that are really there.
                 try await storage.flush()
@@ -262,6 +261,7 @@ public final class SyncEngine: Sendable {
                 try state.setMeta(Self.ownMarkerKey, file.remoteId.map { "\(file.size) \($0)" })
                 if let digest = snapshot.treeDigest { try state.setMeta(Self.treeDigestKey, digest) }
                 try state.setMeta(Self.markerStaleKey, nil)
+                try state.setMeta(Self.markerCommittedKey, String(clock().timeIntervalSince1970))
             } catch let error as StateStoreError {
                 throw error
             } catch {
@@ -270,6 +270,18 @@ public final class SyncEngine: Sendable {
             }
             done += 1
             onProgress(done, total)
+            // The run's record beside its folder, with the moment its tree became the backup's.
+            if let keeper, let kept = keeper.summary {
+                let record = VersionRecord(
+                    replaced: kept.replaced, deleted: kept.deleted, bytes: kept.bytes, marker: kept.marker, committed: clock(),
+                    previous: kept.marker ? previousCommit : nil)
+                do {
+                    _ = try await storage.writeBytes(VersionStore.recordPath(run: keeper.run), record.encoded())
+                } catch {
+                    report.versionNotes.append("the record of \(VersionStore.runFolder(keeper.run)) could not be written: "
+                        + ((error as? CloudError)?.message ?? String(describing: error)))
+                }
+            }
         }
         report.versions = keeper?.summary
 
@@ -288,7 +300,7 @@ public final class SyncEngine: Sendable {
         do {
             names = try await storage.listNames(in: VersionStore.folder)
         } catch {
-            report.pruneNotes.append("the versions could not be listed for pruning: \((error as? CloudError)?.message ?? String(describing: error))")
+            report.versionNotes.append("the versions could not be listed for pruning: \((error as? CloudError)?.message ?? String(describing: error))")
             return
         }
         let cutoff = clock().addingTimeInterval(-versions.keep)
@@ -300,7 +312,7 @@ public final class SyncEngine: Sendable {
                 if run.hasRecord { try await storage.delete(VersionStore.recordPath(run: run.name)) }
                 report.pruned.append(run.name)
             } catch {
-                report.pruneNotes.append("\(VersionStore.runFolder(run.name)) could not be pruned: "
+                report.versionNotes.append("\(VersionStore.runFolder(run.name)) could not be pruned: "
                     + ((error as? CloudError)?.message ?? String(describing: error)))
                 return
             }
@@ -357,6 +369,9 @@ public final class SyncEngine: Sendable {
     /// Set while metadata changes are recorded in the state and the marker carrying them is
     /// not written yet: the next run writes it.
     static let markerStaleKey = "markerStale"
+
+    /// When this engine wrote its last marker (seconds since 1970), for the versions' records.
+    static let markerCommittedKey = "markerCommitted"
 
     /// The state's record of the marker this engine wrote last: "<size> <remote id>".
     static let ownMarkerKey = "ownMarker"

@@ -493,6 +493,14 @@ public struct KeptVersions: Sendable, Equatable {
     public var marker = false
 
     public var files: Int { replaced + deleted }
+
+    public init(run: String, replaced: Int = 0, deleted: Int = 0, bytes: Int64 = 0, marker: Bool = false) {
+        self.run = run
+        self.replaced = replaced
+        self.deleted = deleted
+        self.bytes = bytes
+        self.marker = marker
+    }
 }
 
 /// What one run did.
@@ -503,8 +511,8 @@ public struct SyncReport: Sendable, Equatable {
     public var keepFailures: [KeepFailure] = []
     /// The old runs' folders pruned from the versions folder (`keep_versions`).
     public var pruned: [String] = []
-    /// What pruning could not do.
-    public var pruneNotes: [String] = []
+    /// What keeping and pruning versions could not do (never fatal).
+    public var versionNotes: [String] = []
     /// Paths uploaded, in upload order (the marker included when it was uploaded).
     public var uploaded: PathList = []
     /// Whether the run wrote to the remote: a file uploaded or deleted, or metadata changed.

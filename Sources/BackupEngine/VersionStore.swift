@@ -107,12 +107,29 @@ public struct VersionRecord: Sendable, Equatable, Codable {
     public var bytes: Int64
     /// Whether the marker the run replaced is kept in the folder.
     public var marker: Bool
+    /// When the run's own marker was written (seconds since 1970): from then on the tree was
+    /// the run's. Nil in a record of a run that wrote none.
+    public var committed: Double?
+    /// When the marker it replaced (kept in its folder) was written, where this machine knew:
+    /// from then until `committed` the tree was that marker's.
+    public var previous: Double?
 
-    public init(replaced: Int, deleted: Int, bytes: Int64, marker: Bool) {
+    public init(replaced: Int, deleted: Int, bytes: Int64, marker: Bool, committed: Date? = nil, previous: Date? = nil) {
         self.replaced = replaced
         self.deleted = deleted
         self.bytes = bytes
         self.marker = marker
+        self.committed = committed?.timeIntervalSince1970
+        self.previous = previous?.timeIntervalSince1970
+    }
+
+    /// `committed` as a date, where it is one.
+    public var committedDate: Date? { Self.date(committed) }
+    /// `previous` as a date, where it is one.
+    public var previousDate: Date? { Self.date(previous) }
+
+    private static func date(_ seconds: Double?) -> Date? {
+        seconds.flatMap { $0.isFinite && abs($0) < 1e11 ? Date(timeIntervalSince1970: $0) : nil }
     }
 
     /// The record's bytes as written.
@@ -227,10 +244,14 @@ final class VersionKeeper: Sendable {
 
     /// Keeps the file at `path` (of `size` bytes) before it is replaced or deleted; returns
     /// whether it is still at `path` (false: moved, or it was gone already).
+    ///
+    /// One to be replaced is copied (a folder: hard-linked), never moved: until the new
+    /// content lands, its path holds the old one, so a run killed in between leaves the mirror
+    /// whole. One to be deleted is moved.
     func keep(_ path: String, size: Int64, deleting: Bool) async throws -> Bool {
         let stillThere: Bool
         do {
-            stillThere = try await storage.keepVersion(path, as: VersionStore.path(run: run, path), size: size, copy: false)
+            stillThere = try await storage.keepVersion(path, as: VersionStore.path(run: run, path), size: size, copy: !deleting)
         } catch let error as CloudError where error.kind == .notFound {
             return false  // gone since the listing: nothing to keep, nothing to lose
         }

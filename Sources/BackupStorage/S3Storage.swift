@@ -360,6 +360,12 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     public func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool {
         let source = try copySource(path)
         let key = try objectPath(destination)
+        // S3 copies over anything: a version already kept there is looked for first.
+        let existing = try await send("checking \(destination)", method: "HEAD", path: key, repeatable: true)
+        if existing.status == 200 {
+            throw CloudError(.transport, "\(destination) already exists in \(location.displayURL); \(path) was not kept over it")
+        }
+        guard existing.status == 404 else { throw failure(existing, "checking", destination) }
         if size > Self.copyObjectLimit {
             try await multipartCopy(path, source: source, to: key, destination: destination, size: size)
             return true
@@ -489,7 +495,7 @@ public final class S3Storage: RemoteStorage, ListingNotesReporting {
     /// Every object under the folder, deleted one by one (absent is success).
     public func deleteFolder(_ folder: String) async throws {
         let files = try await listFolder(folder)
-        for index in files.indices {
+        for index in files.indices where !files.foreignSpelling(at: index) {
             try await delete(files.path(at: index))
         }
     }

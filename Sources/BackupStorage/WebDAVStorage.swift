@@ -111,12 +111,14 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// One `PROPFIND Depth: infinity` where the server allows it; otherwise (or when the answer
     /// looks cut to one level, as some servers do silently) a walk with `Depth: 1` per folder.
     ///
-    /// The root's own level is read first (`Depth: 1`): where it holds the versions folder,
-    /// each other folder at the root is listed on its own, so the server never walks the
-    /// versions (30 days of them can outnumber the tree).
+    /// The root's own level is read first (`Depth: 1`; a root without folders is then listed):
+    /// where it holds the versions folder, each other folder at the root is listed on its own,
+    /// so the server never walks the versions (30 days of them can outnumber the tree).
     public func list() async throws -> RemoteFileList {
         if infiniteDepth.withLock({ $0 }) != false {
             let (rootLevel, rootFiles) = try await listOneLevel([], versions: true)
+            // No folder at the root: its own level is the whole listing.
+            if !rootLevel.contains(where: \.isCollection) { return files(in: rootLevel, collected: rootFiles) }
             if rootLevel.contains(where: { $0.isCollection && $0.path == [VersionStore.folder] }) {
                 let others = rootLevel.filter { $0.path != [VersionStore.folder] }
                 if let listed = try await listAroundVersions(others, rootFiles) { return listed }
@@ -311,6 +313,10 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
                 case 500, 502, 504:
                     lostAnswer = failure(response, "keeping a version of", path)
                 default:
+                    // Some servers refuse a MOVE or COPY of a missing source with 403 or 409.
+                    if [403, 409].contains(response.status), try await !exists(parts, what: "checking \(path)") {
+                        throw CloudError(.notFound, "\(path) does not exist on \(endpoint.displayURL) (while keeping it as a version)")
+                    }
                     throw failure(response, "keeping a version of", path)
                 }
             }

@@ -16,7 +16,7 @@ enum Action: String, Sendable, CaseIterable {
     case setHold, clearHold
     case toggleAll, deleteProfile, editConfig, editProfile, restoreRemote, startNew
     case add, editEntry, removeEntry
-    case toBackground, fromBackground, choosePaths
+    case toBackground, fromBackground, choosePaths, chooseDate
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -144,7 +144,7 @@ enum KeyMaps {
     static let sync = KeyMap(name: "Sync", bindings: [
         Binding([ch("s")], .syncAgain, "run the sync again", hint: "sync again"),
         Binding([ch("y")], .allowConsent, "allow the first write to this remote, and sync", hint: "allow"),
-        Binding([ch("a")], .allowShrink, "sync anyway, after you confirm: lifts the guard that stopped the run for this run only (too many deletes: --allow-shrink; too many files rewritten: --allow-change)", hint: "sync anyway"),
+        Binding([ch("a")], .allowShrink, "sync anyway (lift the guard): for this run only, after you confirm; the guard that stopped it saw too many deletes (--allow-shrink) or too many files rewritten (--allow-change)", hint: "sync anyway"),
         Binding([ch("v")], .showNotes, "view every note of the run in full (files skipped or unreadable, links, special files)", hint: "notes"),
         Binding([ch("h")], .openHold, "open the write hold: set one while the sync runs to stop it before its next write (what it wrote is recorded), or clear one that stopped it", hint: "hold"),
         Binding([ch("r")], .restoreFirst, "restore the backup into the empty source first", hint: "restore"),
@@ -204,6 +204,7 @@ enum KeyMaps {
         Binding([ch(" ")], .toggle, "tick or untick the selected group", hint: "tick"),
         Binding([ch("a")], .toggleAll, "tick every group, or none when all are ticked", hint: "all"),
         Binding([ch("f")], .choosePaths, "restore only some files or folders of the ticked groups: their paths in the backup, one a row (as --path)", hint: "files"),
+        Binding([ch("d")], .chooseDate, "restore the backup as it was at a date and time, from the kept versions (as --as-of); empty: as it is now", hint: "as of"),
         Binding([.up, ch("k")], .up, "select the previous group"),
         Binding([.down, ch("j")], .down, "select the next group"),
     ] + paging("groups"))

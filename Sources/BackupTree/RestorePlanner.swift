@@ -164,10 +164,11 @@ public enum RestorePlanner {
     /// - Parameter paths: restore only these files and folders (nil: every one).
     public static func plan(
         marker data: Data, files: RemoteFileList, target: RestoreTarget, markerPath: String = SyncEngine.defaultMarkerPath,
-        only: Set<String>? = nil, paths: PathSelection? = nil, into sink: (_ id: Int64, _ file: RestoreFile) throws -> Void
+        only: Set<String>? = nil, paths: PathSelection? = nil, pastTree: PastTree? = nil,
+        into sink: (_ id: Int64, _ file: RestoreFile) throws -> Void
     ) throws -> PlanOutline {
         try withoutActuallyEscaping(sink) { sink in
-            var visitor = Planning(files: files, target: target, markerPath: markerPath, only: only, paths: paths, sink: sink)
+            var visitor = Planning(files: files, target: target, markerPath: markerPath, only: only, paths: paths, pastTree: pastTree, sink: sink)
             do {
                 try Marker.read(data, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: data.count), into: &visitor)
             } catch {
@@ -179,6 +180,18 @@ public enum RestorePlanner {
         }
     }
 
+    /// A plan of a tree the backup was in the past (`restore --as-of`): its marker is a kept
+    /// one, the listing holds the current files and the kept ones under their paths in the
+    /// tree, and only the files that marker names are taken (a file made since is not of it).
+    public struct PastTree: Sendable {
+        /// Tree path → the remote path its content of then is read from, for the kept files.
+        public var contentPaths: [String: String]
+
+        public init(contentPaths: [String: String]) {
+            self.contentPaths = contentPaths
+        }
+    }
+
     /// The planner as a marker's visitor: the listing, sorted once, walked beside the
     /// marker's entries (both in byte order).
     struct Planning: MarkerVisitor {
@@ -187,6 +200,7 @@ public enum RestorePlanner {
         let markerPath: String
         let only: Set<String>?
         let paths: PathSelection?
+        let pastTree: PastTree?
         let sink: (Int64, RestoreFile) throws -> Void
         /// The listing's indices in byte order of their paths.
         let order: [Int]
@@ -208,12 +222,13 @@ public enum RestorePlanner {
         var sinkFailure: (any Error)?
 
         init(files: RemoteFileList, target: RestoreTarget, markerPath: String, only: Set<String>?, paths: PathSelection? = nil,
-             sink: @escaping (Int64, RestoreFile) throws -> Void) {
+             pastTree: PastTree? = nil, sink: @escaping (Int64, RestoreFile) throws -> Void) {
             self.files = files
             self.target = target
             self.markerPath = markerPath
             self.only = only
             self.paths = paths
+            self.pastTree = pastTree
             self.sink = sink
             order = files.sortedIndicesByPath()
             planned = Array(repeating: false, count: files.count)
@@ -262,8 +277,11 @@ public enum RestorePlanner {
             withoutEntry += Array(cursor..<order.count)
             cursor = order.count
             for position in withoutEntry {
+                let hash = hashes.isEmpty ? nil : hashes[files.path(at: order[position])]
+                // A past tree has only what its marker names.
+                if pastTree != nil && hash == nil { continue }
                 do {
-                    try take(position, entry: nil, hash: hashes.isEmpty ? nil : hashes[files.path(at: order[position])])
+                    try take(position, entry: nil, hash: hash)
                 } catch {
                     throw sinkFailure ?? error
                 }
@@ -333,7 +351,7 @@ public enum RestorePlanner {
             let id = (rank[name] ?? Int64(rank.count)) << 40 | Int64(position)
             do {
                 try sink(id, RestoreFile(
-                    remotePath: file.path, placePath: file.path, required: group?.required ?? false, group: name,
+                    remotePath: pastTree?.contentPaths[file.path] ?? file.path, placePath: file.path, required: group?.required ?? false, group: name,
                     sha256: hash, size: file.size, metadata: entry?.metadata, hardLinkTo: hardLinkTo))
             } catch {
                 sinkFailure = error

@@ -18,7 +18,8 @@ final class EngineFixture {
     var engine: SyncEngine
 
     init(
-        policy: SyncPolicy = SyncPolicy(), transfers: Int = 1,
+        policy: SyncPolicy = SyncPolicy(), transfers: Int = 1, versions: VersionPolicy? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() },
         availability: @escaping @Sendable () async -> Availability = { .available }
     ) throws {
         dir = NSTemporaryDirectory() + "backup-engine-" + UUID().uuidString
@@ -28,7 +29,9 @@ final class EngineFixture {
         folder = FolderStorage(root: remoteRoot)
         storage = FaultyStorage(folder)
         state = try StateStore(path: statePath)
-        engine = SyncEngine(storage: storage, state: state, policy: policy, transfers: transfers, availability: availability)
+        engine = SyncEngine(
+            storage: storage, state: state, policy: policy, transfers: transfers, versions: versions, clock: clock,
+            availability: availability)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: dir) }
@@ -50,7 +53,7 @@ final class EngineFixture {
             var isDir: ObjCBool = false
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), !isDir.boolValue else { continue }
             let name = url.lastPathComponent
-            if name == ".backup-volume-id" || name.hasPrefix(".backup-tmp.") { continue }
+            if name == ".backup-volume-id" || name.hasPrefix(".backup-tmp.") || relative.hasPrefix(VersionStore.folder + "/") { continue }
             if !includeMarker && relative == SyncEngine.defaultMarkerPath { continue }
             result[relative] = try Data(contentsOf: url)
         }
@@ -99,6 +102,16 @@ func completed(_ outcome: SyncOutcome, file: StaticString = #filePath, line: UIn
     if case .completed(let report) = outcome { return report }
     XCTFail("expected a completed sync, got \(outcome)", file: file, line: line)
     return SyncReport()
+}
+
+/// A clock a test sets.
+final class TestClock: Sendable {
+    private let now: Mutex<Date>
+    init(_ date: Date) { now = Mutex(date) }
+    var date: Date { now.withLock { $0 } }
+    func set(_ date: Date) { now.withLock { $0 = date } }
+    func advance(_ seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    var read: @Sendable () -> Date { { self.date } }
 }
 
 /// Records progress callbacks from the engine.

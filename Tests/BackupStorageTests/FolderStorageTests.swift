@@ -36,6 +36,10 @@ final class FolderStorageTests: XCTestCase {
         try await StorageContract.overwriteReplacesContentAndSize(makeRemote().storage)
     }
 
+    func testContractKeptVersionsAreListedApartFromTheTree() async throws {
+        try await StorageContract.keptVersionsAreListedApartFromTheTree(makeRemote().storage)
+    }
+
     func testContractDeleteRemovesTheFile() async throws {
         try await StorageContract.deleteRemovesTheFile(makeRemote().storage)
     }

@@ -45,6 +45,10 @@ final class S3StorageTests: XCTestCase {
         try await StorageContract.overwriteReplacesContentAndSize(makeRemote().storage())
     }
 
+    func testContractKeptVersionsAreListedApartFromTheTree() async throws {
+        try await StorageContract.keptVersionsAreListedApartFromTheTree(makeRemote().storage())
+    }
+
     func testContractDeleteRemovesTheFile() async throws {
         try await StorageContract.deleteRemovesTheFile(makeRemote().storage())
     }

@@ -45,6 +45,10 @@ final class WebDAVStorageTests: XCTestCase {
         try await StorageContract.overwriteReplacesContentAndSize(makeRemote().storage)
     }
 
+    func testContractKeptVersionsAreListedApartFromTheTree() async throws {
+        try await StorageContract.keptVersionsAreListedApartFromTheTree(makeRemote().storage)
+    }
+
     func testContractDeleteRemovesTheFile() async throws {
         try await StorageContract.deleteRemovesTheFile(makeRemote().storage)
     }
@@ -109,7 +113,8 @@ final class WebDAVStorageTests: XCTestCase {
         let proxy = try FaultProxy(upstreamPort: remote.server.port)
         let listed = try await remote.storage(through: proxy).list()
         XCTAssertEqual(Set(listed.map(\.path)), ["a/b/c/one.txt", "a/two.txt", "three.txt"])
-        XCTAssertEqual(proxy.log().filter { $0.method == "PROPFIND" }.count, 1)
+        // The root's own level (to see whether it holds the versions folder), then one request for all.
+        XCTAssertEqual(proxy.log().filter { $0.method == "PROPFIND" }.count, 2)
     }
 
     func testListWalksFolderByFolderWhenInfiniteDepthIsRefused() async throws {
@@ -118,13 +123,13 @@ final class WebDAVStorageTests: XCTestCase {
             _ = try await remote.storage.writeBytes(path, Data(path.utf8))
         }
         let proxy = try FaultProxy(upstreamPort: remote.server.port)
-        proxy.add("PROPFIND", .status(403, body: "<error xmlns=\"DAV:\"><propfind-finite-depth/></error>"))
+        proxy.add("PROPFIND", depth: "infinity", .status(403, body: "<error xmlns=\"DAV:\"><propfind-finite-depth/></error>"))
         let storage = remote.storage(through: proxy)
         let listed = try await storage.list()
         XCTAssertEqual(Set(listed.map(\.path)), ["a/b/c/one.txt", "a/two.txt", "three.txt"])
         XCTAssertEqual(Set(listed.map(\.size)), [13, 9, 9].reduce(into: Set<Int64>()) { $0.insert(Int64($1)) })
-        // Root, a, a/b, a/b/c after the refused one.
-        XCTAssertEqual(proxy.log().filter { $0.method == "PROPFIND" }.count, 5)
+        // The root's level, the refused infinite one, then root, a, a/b, a/b/c.
+        XCTAssertEqual(proxy.log().filter { $0.method == "PROPFIND" }.count, 6)
     }
 
     func testListHidesTemporaryFilesLeftOnTheServer() async throws {
@@ -188,7 +193,14 @@ final class WebDAVStorageTests: XCTestCase {
         // generated, listed by a process of its own whose peak RSS is read before it exits.
         let proxy = try FaultProxy(upstreamPort: nil)
         let folder = "huge"
-        proxy.add("PROPFIND", .propfindEntries(count: 20_000, padding: 5_000, prefix: "/" + folder))
+        // The root's own level first (it holds a folder, so the whole tree is asked for next).
+        let rootLevel = "<?xml version=\"1.0\"?><d:multistatus xmlns:d=\"DAV:\">"
+            + ["/\(folder)/", "/\(folder)/big/"].map {
+                "<d:response><d:href>\($0)</d:href><d:propstat><d:prop><d:resourcetype><d:collection/></d:resourcetype>"
+                    + "</d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>"
+            }.joined() + "</d:multistatus>"
+        proxy.add("PROPFIND", depth: "1", .status(207, headers: ["Content-Type": "application/xml"], body: rootLevel))
+        proxy.add("PROPFIND", depth: "infinity", .propfindEntries(count: 20_000, padding: 5_000, prefix: "/" + folder))
         let helper = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("BackupListHelper").path
         let process = Process()

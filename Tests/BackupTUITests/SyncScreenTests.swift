@@ -132,7 +132,7 @@ final class SyncScreenTests: XCTestCase {
         XCTAssertEqual(f.context.lastStatus, .unavailable)
         XCTAssertTrue(buffer.text.contains("Not synced"), buffer.text)
         XCTAssertTrue(buffer.text.contains("would delete 8 of the 10 files"), buffer.text)
-        XCTAssertTrue(buffer.text.contains("a  sync anyway (allow shrink)"), buffer.text)
+        XCTAssertTrue(buffer.text.contains("a  sync anyway (lift the guard)"), buffer.text)
 
         f.press([.character("a")], loop, buffer)
         XCTAssertTrue(buffer.text.contains("Sync anyway?"), buffer.text)

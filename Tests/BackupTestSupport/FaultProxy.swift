@@ -49,10 +49,11 @@ public final class FaultProxy: Sendable {
     /// "http://127.0.0.1:PORT".
     public var address: String { "http://127.0.0.1:\(port)" }
 
-    /// Applies `action` to the next `times` requests whose method is `method` ("*" for any) and
-    /// whose path contains `path`.
-    public func add(_ method: String = "*", path: String = "", times: Int = 1, _ action: Action) {
+    /// Applies `action` to the next `times` requests whose method is `method` ("*" for any),
+    /// whose path contains `path` and, where `depth` is given, whose Depth header is it.
+    public func add(_ method: String = "*", path: String = "", depth: String? = nil, times: Int = 1, _ action: Action) {
         var command: [String: Any] = ["cmd": "add", "method": method, "path": path, "times": times]
+        if let depth { command["depth"] = depth }
         switch action {
         case .status(let status, let headers, let body):
             command["action"] = "status"

@@ -281,6 +281,70 @@ public enum StorageContract {
         XCTAssertEqual(read, old, "a failed overwrite damaged the old file", file: file, line: line)
     }
 
+    // MARK: Versions
+
+    /// A file kept as a version (copied: still at its path; moved: gone from it) is at the
+    /// version's path with its bytes, listed by `listFolder` and `listNames`, never by `list()`.
+    public static func keptVersionsAreListedApartFromTheTree(
+        _ storage: any RemoteStorage, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        let replaced = Data("the old content of a replaced file".utf8)
+        let deleted = Data("a deleted file".utf8)
+        let (replacedPath, deletedPath) = ("versions/replaced.txt", "versions/deep er/deleted ü.txt")
+        _ = try await storage.writeBytes(replacedPath, replaced)
+        _ = try await storage.writeBytes(deletedPath, deleted)
+        let run = VersionStore.runName(Date(timeIntervalSince1970: 1_800_000_000))
+        let copied = try await storage.keepVersion(
+            replacedPath, as: VersionStore.path(run: run, replacedPath), size: Int64(replaced.count), copy: true)
+        XCTAssertTrue(copied, "a copy must say the file is still at its path", file: file, line: line)
+        let moved = try await storage.keepVersion(
+            deletedPath, as: VersionStore.path(run: run, deletedPath), size: Int64(deleted.count), copy: false)
+        if !moved {
+            await assertThrows(.notFound, "reading a file moved into the versions", file: file, line: line) {
+                _ = try await storage.readBytes(deletedPath)
+            }
+        } else {
+            try await storage.delete(deletedPath)
+        }
+        let stillThere = try await storage.readBytes(replacedPath)
+        let keptReplaced = try await storage.readBytes(VersionStore.path(run: run, replacedPath))
+        let keptDeleted = try await storage.readBytes(VersionStore.path(run: run, deletedPath))
+        XCTAssertEqual(stillThere, replaced, "a copy changed the file", file: file, line: line)
+        XCTAssertEqual(keptReplaced, replaced, file: file, line: line)
+        XCTAssertEqual(keptDeleted, deleted, file: file, line: line)
+
+        let listed = Set(try await storage.list().map(\.path))
+        XCTAssertTrue(listed.contains(replacedPath), file: file, line: line)
+        XCTAssertFalse(listed.contains { $0.hasPrefix(VersionStore.folder) }, "list() showed the versions: \(listed)", file: file, line: line)
+        let kept = try await storage.listFolder(VersionStore.folder)
+        XCTAssertEqual(Set(kept.map(\.path)), [VersionStore.path(run: run, replacedPath), VersionStore.path(run: run, deletedPath)],
+                       file: file, line: line)
+        XCTAssertEqual(kept.first { $0.path.hasSuffix("replaced.txt") }?.size, Int64(replaced.count), file: file, line: line)
+        _ = try await storage.writeBytes(VersionStore.recordPath(run: run), Data("{}".utf8))
+        let names = Set(try await storage.listNames(in: VersionStore.folder))
+        XCTAssertEqual(names, [run, run + ".json"], file: file, line: line)
+        let none = try await storage.listNames(in: "no such folder")
+        XCTAssertEqual(none, [], file: file, line: line)
+        let nothing = try await storage.listFolder("no such folder")
+        XCTAssertEqual(nothing.count, 0, file: file, line: line)
+
+        // A version already there is never kept over.
+        await assertThrows(.transport, "keeping a version over one already kept", file: file, line: line) {
+            _ = try await storage.keepVersion(replacedPath, as: VersionStore.path(run: run, deletedPath), size: Int64(replaced.count), copy: true)
+        }
+        await assertThrows(.notFound, "keeping a file that is not there", file: file, line: line) {
+            _ = try await storage.keepVersion("versions/absent.txt", as: VersionStore.path(run: run, "versions/absent.txt"), size: 1, copy: false)
+        }
+
+        try await storage.deleteFolder(VersionStore.runFolder(run))
+        try await storage.deleteFolder(VersionStore.runFolder(run))  // absent: not an error
+        try await storage.delete(VersionStore.recordPath(run: run))
+        let left = try await storage.listFolder(VersionStore.folder)
+        XCTAssertEqual(left.count, 0, "deleteFolder left files", file: file, line: line)
+        let after = try await storage.readBytes(replacedPath)
+        XCTAssertEqual(after, replaced, "deleteFolder touched the tree", file: file, line: line)
+    }
+
     // MARK: Helpers for provider tests
 
     /// `count` random bytes, so a wrong offset or a dropped chunk cannot go unnoticed.

@@ -31,12 +31,14 @@ log = []
 upstream = None
 
 
-def take_rule(method, path):
+def take_rule(method, path, depth=None):
     with lock:
         for rule in rules:
             if rule["times"] <= 0:
                 continue
             if rule.get("method", "*") not in ("*", method):
+                continue
+            if rule.get("depth") and rule["depth"] != depth:
                 continue
             if rule.get("path", "") not in path:
                 continue
@@ -72,7 +74,7 @@ class Handler(socketserver.BaseRequestHandler):
         length = int(lower.get("content-length", "0") or "0")
         expects = lower.get("expect", "").lower() == "100-continue"
 
-        rule = take_rule(method, target)
+        rule = take_rule(method, target, lower.get("depth"))
         action = rule["action"] if rule else ("forward" if upstream else "none")
         with lock:
             log.append({"method": method, "path": target, "action": action})

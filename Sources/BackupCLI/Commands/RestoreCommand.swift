@@ -15,6 +15,16 @@ enum RestoreCommand {
         if request.resume, !request.paths.isEmpty {
             throw AppError(.usage, "--path chooses what a new restore takes; --resume continues the recorded one as it was planned")
         }
+        if let text = command.value("as-of") {
+            guard let time = VersionTime.parse(text) else {
+                throw AppError(.usage, "--as-of \(String(reflecting: text)) is not a date or time: write it as 2026-11-30, "
+                    + "2026-11-30T14:05 or 2026-11-30T14:05:09 (local time), with Z or +01:00 at the end for another zone")
+            }
+            if request.resume {
+                throw AppError(.usage, "--as-of chooses the tree a new restore takes; --resume continues the recorded one as it was planned")
+            }
+            request.asOf = time
+        }
         return request
     }
 

@@ -103,7 +103,7 @@ enum SyncCommand {
         if !report.pruned.isEmpty {
             lines.append("pruned \(report.pruned.count) run(s) of versions older than keep_versions: \(report.pruned.joined(separator: ", "))")
         }
-        for note in report.pruneNotes { lines.append("note: \(note)") }
+        for note in report.versionNotes { lines.append("note: \(note)") }
         return lines
     }
 }

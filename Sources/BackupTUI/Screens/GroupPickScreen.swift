@@ -8,6 +8,7 @@ import BackupApp
 import BackupEngine
 import BackupTerminal
 import BackupTree
+import Foundation
 import Synchronization
 
 final class GroupPickScreen: Screen {
@@ -30,6 +31,9 @@ final class GroupPickScreen: Screen {
     private var task: Task<Void, Never>?
     /// The files and folders chosen (f); empty: all of the ticked groups.
     private var paths: [String] = []
+    /// The time chosen (d), as typed and as read; nil: the backup as it is now.
+    private var asOf: (text: String, time: Date)?
+    private var dateQuestion: InputDialog?
 
     init(context: Context, profile: Profile, target: String?, bare: Bool = false) {
         self.context = context
@@ -48,7 +52,12 @@ final class GroupPickScreen: Screen {
 
     var title: String { bare ? "restore from a remote: choose" : "restore \"\(profile.name)\": choose" }
     var keys: KeyMap { KeyMaps.pick }
-    var hints: [Action] { groups == nil ? [.back, .help, .quit] : [.submit, .toggle, .toggleAll, .choosePaths, .back, .help, .quit] }
+    var hints: [Action] {
+        if dateQuestion != nil { return [] }
+        return groups == nil ? [.back, .help, .quit] : [.submit, .toggle, .toggleAll, .choosePaths, .chooseDate, .back, .help, .quit]
+    }
+
+    var typing: Bool { dateQuestion != nil }
 
     func update() -> Bool {
         guard groups == nil, let value = loaded.value else { return false }
@@ -63,6 +72,22 @@ final class GroupPickScreen: Screen {
     }
 
     func handle(_ key: Key) -> Response {
+        switch InputDialog.apply(key, to: &dateQuestion) {
+        case .consumed?: return .handled
+        case .passed?: return .ignored
+        case .submitted(let typed)?:
+            let text = typed.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty {
+                asOf = nil
+            } else if let time = VersionTime.parse(text) {
+                asOf = (text, time)
+                problem = nil
+            } else {
+                problem = "\"\(text)\" is not a date or time: write 2026-11-30, 2026-11-30T14:05 or 2026-11-30T14:05:09."
+            }
+            return .handled
+        case nil: break
+        }
         guard let groups else { return .ignored }
         let action = keys.action(for: key)
         if ListMove.apply(action, to: &selected, count: groups.count, page: 10) { return .handled }
@@ -81,9 +106,15 @@ final class GroupPickScreen: Screen {
                     + "None: every file of the ticked groups.",
                 items: paths, check: { PathSelection([$0]) == nil ? "Not a path in the backup: no \".\", \"..\" or empty parts." : nil }
             ) { [weak self] chosen in self?.paths = chosen })
+        case .chooseDate:
+            dateQuestion = InputDialog(
+                title: "Restore as of",
+                label: "The backup as it was at (2026-11-30, 2026-11-30T14:05; local time, Z for UTC). Empty: as it is now.",
+                field: TextField(asOf?.text ?? ""))
         case .submit:
             var request = RestoreRequest(target: target, remoteURL: bare ? profile.remote : nil)
             request.paths = paths
+            request.asOf = asOf?.time
             if !groups.isEmpty {
                 guard chosen.contains(true) else {
                     problem = "Tick at least one group (Space), or go back with Esc."
@@ -134,7 +165,12 @@ final class GroupPickScreen: Screen {
             canvas.text("Only: " + paths.joined(separator: " · ") + " (f changes)", row: row + (compact ? 0 : 1), column: 1,
                         width: canvas.columns - 2, style: .accent)
         }
+        if let asOf, row + 1 < canvas.body.upperBound {
+            canvas.text("As of: " + VersionTime.shown(asOf.time) + " (d changes)", row: row + (compact ? 1 : 2), column: 1,
+                        width: canvas.columns - 2, style: .accent)
+        }
         if let problem { canvas.text(problem, row: canvas.body.upperBound, style: .warning) }
+        dateQuestion?.draw(canvas)
     }
 }
 
