@@ -631,15 +631,48 @@ enum Manual {
     static func versions(_ page: inout Mdoc) {
         page.macro("Sh VERSIONS")
         page.paragraphs("""
-            A plain mirror alone loses the only good copy when a file is deleted or overwritten by mistake and             the next sync runs. So a sync keeps what it replaces: before it writes over or deletes a file on the             remote, it keeps the old one, on the server itself, in `.backup-versions/<run time>/<path>` beside             the tree, where the run time is when the run began keeping, in UTC (`20261130T140509Z`: no colons,             which vfat, exFAT and SMB refuse). A file to be replaced is copied there first (a folder remote             makes a hard link; WebDAV sends COPY; S3 CopyObject, UploadPartCopy parts above 5 GiB), so its path             holds the old content until the new one lands; a file to be deleted is moved there (a rename;             WebDAV MOVE; S3 CopyObject, then DeleteObject). Neither is sent twice blindly: after a lost answer             the provider looks where the file is first. A version already kept is never kept over. If the old             file cannot be kept, that file is neither replaced nor deleted this run: the run says so (the             `keep_failures` of its JSON result) and the next run tries again, so an old version is never lost             without its copy. The marker a run replaces is kept in its folder too, so any kept tree can be             rebuilt, and beside the folder a small record, `<run time>.json`, says how many files it replaced             and deleted, their bytes, and when its own marker was written.
+            A plain mirror alone loses the only good copy when a file is deleted or overwritten by mistake and \
+            the next sync runs. So a sync keeps what it replaces: before it writes over or deletes a file on the \
+            remote, it keeps the old one, on the server itself, in `.backup-versions/<run time>/<path>` beside \
+            the tree, where the run time is when the run began keeping, in UTC (`20261130T140509Z`: no colons, \
+            which vfat, exFAT and SMB refuse). A file to be replaced is copied there first (a folder remote \
+            makes a hard link; WebDAV sends COPY; S3 CopyObject, UploadPartCopy parts above 5 GiB), so its path \
+            holds the old content until the new one lands; a file to be deleted is moved there (a rename; WebDAV \
+            MOVE; S3 CopyObject, then DeleteObject). A WebDAV MOVE or COPY is never sent twice blindly: after a \
+            lost answer the provider looks where the file is first (and the run says so in a note); an S3 copy, \
+            which gives the same bytes again, is simply sent again. A version already kept is never kept over. \
+            If the old file cannot be kept, that file is neither replaced nor deleted this run: the run says so \
+            (the `keep_failures` of its JSON result) and the next run tries again, so an old version is never \
+            lost without its copy. The marker a run replaces is kept in its folder too, so any kept tree can be \
+            rebuilt, and beside the folder a small record, `<run time>.json`, says how many files it replaced \
+            and deleted, their bytes, and when its own marker was written.
 
-            The versions folder is the tool's own: listings go around it (on WebDAV, the folders beside it are             listed one by one; on S3 the listing starts again after it), it counts toward no guard, and a source             folder of that name at the top of the source is not backed up. Browse it like the tree: each run's             folder is a plain folder of plain files.
+            The versions folder is the tool's own: listings go around it (on WebDAV, the folders beside it are \
+            listed one by one; on S3 the listing starts again after it), it counts toward no guard, and a source \
+            folder of that name at the top of the source is not backed up. Browse it like the tree: each run's \
+            folder is a plain folder of plain files.
 
-            Retention: after every sync that completed (one that wrote nothing too), the runs older than             `keep_versions` (default 30 days) are removed, oldest first, each run's kept marker before its             files. Never while the write hold is set, never after a guard refused the run. Only folders named             as runs are ever removed. With `keep_versions = 0` nothing is kept, and nothing already kept is             removed.
+            Retention: after every sync that completed (one that wrote nothing too), the runs older than \
+            `keep_versions` (default 30 days) are removed, oldest first, each run's kept marker before its \
+            files. Never while the write hold is set, never after a guard refused the run. Only folders named as \
+            runs are ever removed. With `keep_versions = 0` nothing is kept, and nothing already kept is \
+            removed.
 
-            `backup versions` lists the kept runs: their time (local), the files each replaced and deleted,             and the bytes kept. `backup versions PATH` lists one file's kept versions, each as it was before             the run of that time, and whether the backup holds it now.
+            `backup versions` lists the kept runs: their time (local), the files each replaced and deleted, and \
+            the bytes kept. `backup versions PATH` lists one file's kept versions, each as it was before the run \
+            of that time, and whether the backup holds it now.
 
-            `backup restore --as-of TIME` restores the tree the backup was at that time: the files and the             folders, links and metadata of the marker that was current then, each file from the remote's             current copy where it is still that content, else from the first run after it that kept it; every             file is checked against the SHA-256 that marker gives. TIME is an ISO 8601 date or date-time,             local time unless it ends in `Z` or an offset (`2026-11-30`, `2026-11-30T14:05`,             `2026-11-30T14:05:09Z`, `2026-11-30 14:05:09+01:00`); a time is taken as the end of the last unit             it names, so a date means the backup as that day left it and a time copied from `date` just after             a sync includes that sync. A time before the oldest kept tree is refused (exit status 2), naming             it. It goes with `--only`, `--path` and `--to`; the full-screen interface asks for the time with             `d` where it asks what to restore. A restore as of a time never speaks for the sync state: the             next sync compares the restored files afresh, and uploads them (keeping what they replace) if             they went into the source.
+            `backup restore --as-of TIME` restores the tree the backup was at that time: the files and the \
+            folders, links and metadata of the marker that was current then, each file from the remote's current \
+            copy where it is still that content, else from the first run after it that kept it; every file is \
+            checked against the SHA-256 that marker gives. TIME is an ISO 8601 date or date-time, local time \
+            unless it ends in `Z` or an offset (`2026-11-30`, `2026-11-30T14:05`, `2026-11-30T14:05:09Z`, \
+            `2026-11-30 14:05:09+01:00`); a time is taken as the end of the last unit it names, so a date means \
+            the backup as that day left it and a time copied from `date` just after a sync includes that sync. A \
+            time before the oldest kept tree is refused (exit status 2), naming it. It goes with `--only`, \
+            `--path` and `--to`; the full-screen interface asks for the time with `d` where it asks what to \
+            restore. A restore as of a time never speaks for the sync state: the next sync compares the restored \
+            files afresh, and uploads them (keeping what they replace) if they went into the source.
             """)
     }
 

@@ -324,6 +324,10 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             let source = try await exists(parts, what: "checking whether \(path) was kept")
             let kept = try await exists(target, what: "checking whether \(path) was kept")
             if kept && (copy || !source), let placed = try? await stat(target, path: destination), placed.size == size {
+                listingNotes.withLock {
+                    $0.append("the answer to keeping \(path) as \(destination) was lost (\(lostAnswer.message)); "
+                        + "\(endpoint.server) had kept it, so the run went on")
+                }
                 return copy || source
             }
             if source && !kept && lost <= client.settings.connectionRetries { continue }  // not done: the source is still the source

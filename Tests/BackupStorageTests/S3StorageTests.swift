@@ -49,6 +49,61 @@ final class S3StorageTests: XCTestCase {
         try await StorageContract.keptVersionsAreListedApartFromTheTree(makeRemote().storage())
     }
 
+    /// rclone serve s3 has no UploadPartCopy: the copy of an object above 5 GiB is checked on
+    /// the requests' shape, against the fault proxy answering as S3 would.
+    func testKeepingAnObjectAbove5GiBIsAMultipartUploadOfPartCopies() async throws {
+        let size: Int64 = (5 << 30) + 1
+        let parts = S3Storage.copyParts(size: size, partSize: 64 << 20)
+        XCTAssertEqual(parts.count, 81)
+        var next: Int64 = 0
+        for (index, part) in parts.enumerated() {
+            XCTAssertEqual(part.number, index + 1)
+            let bounds = part.range.dropFirst("bytes=".count).split(separator: "-").compactMap { Int64($0) }
+            XCTAssertEqual(bounds.first, next, "the ranges are contiguous")
+            XCTAssertLessThanOrEqual(bounds[1] - bounds[0] + 1, 5 << 30)
+            next = bounds[1] + 1
+        }
+        XCTAssertEqual(next, size, "the ranges cover the object exactly")
+        XCTAssertLessThanOrEqual(S3Storage.copyParts(size: 5 << 40, partSize: 5 << 20).count, 10_000)
+
+        let proxy = try FaultProxy(upstreamPort: nil)
+        proxy.add("HEAD", path: VersionStore.folder, .status(404))
+        proxy.add("POST", path: "?uploads", .status(200, body: "<InitiateMultipartUploadResult><UploadId>up-1</UploadId></InitiateMultipartUploadResult>"))
+        proxy.add("PUT", path: "partNumber", times: parts.count, .status(200, body: "<CopyPartResult><ETag>\"e\"</ETag></CopyPartResult>"))
+        proxy.add("POST", path: "uploadId=up-1", .status(200, body: "<CompleteMultipartUploadResult><ETag>\"x-81\"</ETag></CompleteMultipartUploadResult>"))
+        var options = ProviderOptions()
+        options.s3Endpoint = proxy.address
+        options.multipartPartSize = 64 << 20
+        options.multipartThreshold = 64 << 20
+        let storage = try S3Storage(location: S3Location(bucket: "bucket"), accessKeyId: "key", secretAccessKey: "secret", options: options)
+        let stillThere = try await storage.keepVersion("big.img", as: VersionStore.path(run: "20261130T140509Z", "big.img"), size: size, copy: true)
+        XCTAssertTrue(stillThere)
+        let log = proxy.log()
+        XCTAssertEqual(log.map(\.method), ["HEAD", "POST"] + Array(repeating: "PUT", count: parts.count) + ["POST"])
+        XCTAssertTrue(log[1].path.hasSuffix("/bucket/.backup-versions/20261130T140509Z/big.img?uploads="), log[1].path)
+        XCTAssertTrue(log[2].path.contains("partNumber=1&uploadId=up-1"), log[2].path)
+        XCTAssertTrue(log.last?.path.hasSuffix("?uploadId=up-1") == true)
+    }
+
+    /// A listing page that ends inside the versions folder is followed by one that starts after it.
+    func testTheListingGoesAroundTheVersionsFolder() async throws {
+        let remote = try makeRemote()
+        for index in 0..<1_100 {
+            try remote.writeOnDisk(VersionStore.path(run: "20261130T140509Z", "v\(index).txt"), Data("v".utf8))
+        }
+        try remote.writeOnDisk("a.txt", Data("a".utf8))
+        try remote.writeOnDisk("z.txt", Data("z".utf8))
+        try await Task.sleep(nanoseconds: UInt64(RcloneServer.directoryCacheTime * 2 * 1e9))
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let listed = try await remote.storage(through: proxy).list()
+        XCTAssertEqual(Set(listed.map(\.path)), ["a.txt", "z.txt"])
+        let requests = proxy.log().filter { $0.method == "GET" }
+        XCTAssertEqual(requests.count, 2, "\(requests.map(\.path))")
+        XCTAssertTrue(requests.last?.path.contains("start-after=") == true, "\(requests.map(\.path))")
+        let kept = try await remote.storage().listFolder(VersionStore.folder)
+        XCTAssertEqual(kept.count, 1_100)
+    }
+
     func testContractDeleteRemovesTheFile() async throws {
         try await StorageContract.deleteRemovesTheFile(makeRemote().storage())
     }

@@ -117,6 +117,18 @@ final class WebDAVStorageTests: XCTestCase {
         XCTAssertEqual(proxy.log().filter { $0.method == "PROPFIND" }.count, 2)
     }
 
+    func testTheListingNeverDescendsIntoTheVersionsFolder() async throws {
+        let remote = try makeRemote()
+        for path in ["a/b/one.txt", "c/two.txt", "three.txt"] { _ = try await remote.storage.writeBytes(path, Data(path.utf8)) }
+        for index in 0..<20 { try remote.writeOnDisk(VersionStore.path(run: "20261130T140509Z", "a/v\(index).txt"), Data("v".utf8)) }
+        let proxy = try FaultProxy(upstreamPort: remote.server.port)
+        let listed = try await remote.storage(through: proxy).list()
+        XCTAssertEqual(Set(listed.map(\.path)), ["a/b/one.txt", "c/two.txt", "three.txt"])
+        let asked = proxy.log().filter { $0.method == "PROPFIND" }.map(\.path)
+        XCTAssertFalse(asked.contains { $0.contains(VersionStore.folder) }, "\(asked)")
+        XCTAssertEqual(asked.count, 3, "the root's level, then a and c each: \(asked)")
+    }
+
     func testListWalksFolderByFolderWhenInfiniteDepthIsRefused() async throws {
         let remote = try makeRemote()
         for path in ["a/b/c/one.txt", "a/two.txt", "three.txt"] {

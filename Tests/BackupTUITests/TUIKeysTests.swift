@@ -363,6 +363,51 @@ final class TUIKeysTests: XCTestCase {
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 
+    func testTheBackupAsOfADateIsChosenBeforeAnythingIsDownloaded() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        Thread.sleep(forTimeInterval: 1.1)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        let before = formatter.string(from: Date())
+        Thread.sleep(forTimeInterval: 1.1)
+        try home.write("todo.txt", "call the plumber, then the roofer")
+        try FileManager.default.removeItem(atPath: home.source + "/papers/tax-3.txt")
+        XCTAssertEqual(try home.scripted(["sync", "--json"]), 0)
+
+        let target = home.dir.path("restored")
+        let tmux = try tmux(home)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("r")
+        try tmux.wait(for: "Into which folder?")
+        try tmux.press("C-u")
+        try tmux.type(target)
+        try tmux.press("Enter")
+        try tmux.waitAll(["[x] ! papers", "d as of"])
+        try tmux.press("d")
+        try tmux.wait(for: "Restore as of")
+        try tmux.type("last tuesday")
+        try tmux.press("Enter")
+        try tmux.wait(for: "is not a date or time")
+        try tmux.press("d")
+        try tmux.wait(for: "Restore as of")
+        try tmux.press("C-u")
+        try tmux.type(before)
+        try tmux.press("Enter")
+        try tmux.wait(for: "As of: ")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target + "/todo.txt"), "downloaded before the choice")
+        try tmux.press("Enter")
+        try tmux.wait(for: "Place group \"papers (required)\"?")
+        try tmux.press("a")
+        try tmux.wait(for: "Completed:")
+        let restored = home.tree(target)
+        XCTAssertEqual(restored["todo.txt"], Data("call the plumber".utf8), "not the content of then")
+        XCTAssertEqual(restored["papers/tax-3.txt"], Data("tax year 3".utf8), "a file deleted since is of that tree")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 0)
+    }
+
     func testAtFortyByTwelveTheFirstRunFormKeepsTheFocusedFieldInView() throws {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }
