@@ -130,7 +130,18 @@ final class VersionsEngineTests: XCTestCase {
         _ = try await f.engine.sync(snapshot([hashed("a.txt", "1")]))
         XCTAssertTrue(runs(f).contains(run), "pruned under a hold")
         try f.engine.setHold(.none)
-        let report = completed(try await f.engine.sync(snapshot([hashed("a.txt", "1")])))
+        // A hold set by another process while the run writes (right after its marker landed):
+        // the run completes, and prunes nothing.
+        let statePath = f.statePath
+        f.storage.setAfterHook { call, _ in
+            if case .put(SyncEngine.defaultMarkerPath) = call { try StateStore(path: statePath).setHold(.held(reason: "set meanwhile")) }
+        }
+        let during = completed(try await f.engine.sync(snapshot([hashed("a.txt", "2")])))
+        XCTAssertEqual(during.pruned, [], "pruned under a hold set while the run went on")
+        XCTAssertTrue(runs(f).contains(run))
+        f.storage.setAfterHook(nil)
+        try f.engine.setHold(.none)
+        let report = completed(try await f.engine.sync(snapshot([hashed("a.txt", "2")])))
         XCTAssertEqual(report.pruned, [run])
     }
 
