@@ -65,6 +65,8 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
     var files: RemoteFileList { handler.files }
     /// The most path components of a collected file.
     var deepestFile: Int { handler.deepestFile }
+    /// Files a `Depth: 1` listing was sent from below its folder's own level (left out).
+    var belowLevel: Int { handler.belowLevel }
     /// What was left out, and why, for the person to read.
     var notes: [String] {
         handler.notes + (handler.notesDropped > 0 ? ["… and \(handler.notesDropped) more entries left out"] : [])
@@ -99,6 +101,7 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
         var entries: [WebDAVEntry] = []
         var files = RemoteFileList()
         var deepestFile = 0
+        var belowLevel = 0
         var notes: [String] = []
         var notesDropped = 0
 
@@ -125,7 +128,10 @@ final class MultistatusStream: HTTPBodyStream, @unchecked Sendable {
             guard let collection, !entry.isCollection, !entry.foreignSpelling, let name = entry.path.last,
                   !name.hasPrefix(collection.temporaryPrefix)
             else { return entries.append(entry) }
-            if let folder = collection.folder, entry.path.count != folder.count + 1 || !entry.path.starts(with: folder) { return }
+            if let folder = collection.folder, entry.path.count != folder.count + 1 || !entry.path.starts(with: folder) {
+                if entry.path.count > folder.count + 1 { belowLevel += 1 }
+                return
+            }
             deepestFile = max(deepestFile, entry.path.count)
             files.append(RemoteFile(path: entry.path.joined(separator: "/"), size: entry.size, remoteId: entry.remoteId))
         }

@@ -116,9 +116,10 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
     /// so the server never walks the versions (30 days of them can outnumber the tree).
     public func list() async throws -> RemoteFileList {
         if infiniteDepth.withLock({ $0 }) != false {
-            let (rootLevel, rootFiles) = try await listOneLevel([], versions: true)
-            // No folder at the root: its own level is the whole listing.
-            if !rootLevel.contains(where: \.isCollection) { return files(in: rootLevel, collected: rootFiles) }
+            let (rootLevel, rootFiles, belowRoot) = try await listRootLevel()
+            // No folder at the root (and a server that answered the depth asked): its own level
+            // is the whole listing.
+            if !belowRoot && !rootLevel.contains(where: \.isCollection) { return files(in: rootLevel, collected: rootFiles) }
             if rootLevel.contains(where: { $0.isCollection && $0.path == [VersionStore.folder] }) {
                 let others = rootLevel.filter { $0.path != [VersionStore.folder] }
                 if let listed = try await listAroundVersions(others, rootFiles) { return listed }
@@ -673,6 +674,19 @@ public final class WebDAVStorage: RemoteStorage, ListingNotesReporting {
             }
         }
         return files(in: entries, collected: collected, recordTemporaries: !versions)
+    }
+
+    /// The root's own level, the versions folder among it, and whether the server sent
+    /// entries from below it too (it ignored `Depth: 1`).
+    private func listRootLevel() async throws -> ([WebDAVEntry], RemoteFileList, Bool) {
+        let (response, stream) = try await propfind(
+            folderURL: folderURL([]), depth: "1", properties: Self.fileProperties, what: "listing \(endpoint.displayURL)",
+            collecting: FileCollection(folder: [], temporaryPrefix: Self.temporaryFilePrefix, skipsVersions: false))
+        try checkRoot(response, what: "listing")
+        guard response.status == 207 else { throw failure(response, "listing", endpoint.displayURL) }
+        let all = try parseMultistatus(response, stream, what: "listing \(endpoint.displayURL)", notes: true)
+        let level = all.filter { $0.path.count == 1 }
+        return (level, stream.files, stream.belowLevel > 0 || all.contains { $0.path.count > 1 })
     }
 
     /// The entries directly inside `folder` (not the folder itself), plain files packed.

@@ -48,14 +48,14 @@ final class CompletionTests: XCTestCase {
 
     func testBashCompletesCommandWords() throws {
         XCTAssertEqual(try bash("backup res"), ["restore"])
-        XCTAssertEqual(try bash("backup "), ["init", "sync", "status", "probe", "restore", "hold", "forget", "tui"])
+        XCTAssertEqual(try bash("backup "), ["init", "sync", "status", "probe", "restore", "versions", "hold", "forget", "tui"])
         XCTAssertEqual(try bash("backup hold "), ["set", "clear"])
         XCTAssertEqual(try bash("backup --profile default hold s"), ["set"])
     }
 
     func testBashCompletesOptionNames() throws {
         XCTAssertEqual(try bash("backup restore --pl"), ["--place"])
-        XCTAssertEqual(try bash("backup sync --allow"), ["--allow-shrink", "--allow-missing-remote"])
+        XCTAssertEqual(try bash("backup sync --allow"), ["--allow-shrink", "--allow-change", "--allow-missing-remote"])
         XCTAssertEqual(try bash("backup --pro"), ["--profile"])
     }
 
