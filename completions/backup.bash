@@ -5,7 +5,7 @@
 # The commands that follow the command path $1 ("" for backup itself, "hold", ...).
 _backup_subcommands() {
     case $1 in
-        '') echo 'init sync status probe restore versions hold forget tui' ;;
+        '') echo 'init sync status probe restore verify versions hold forget tui' ;;
         'hold') echo 'set clear' ;;
     esac
 }
@@ -19,7 +19,8 @@ _backup_options() {
         'status') echo '--json --profile --config --help --version' ;;
         'probe') echo '--json --profile --config --help --version' ;;
         'restore') echo '--to --remote --resume --reset-attempts --only --path --as-of --place --overwrite --abandon --json --no-tui --profile --config --help --version' ;;
-        'versions') echo '--remote --json --profile --config --help --version' ;;
+        'verify') echo '--read-data --remote --json --no-tui --profile --config --help --version' ;;
+        'versions') echo '--remote --json --no-tui --profile --config --help --version' ;;
         'hold') echo '--profile --config --help --version' ;;
         'hold set') echo '--profile --config --help --version' ;;
         'hold clear') echo '--profile --config --help --version' ;;
@@ -42,6 +43,7 @@ _backup_value() {
         'restore:--path') echo 'text' ;;
         'restore:--as-of') echo 'text' ;;
         'restore:--place') echo 'choice:all ask' ;;
+        'verify:--remote') echo 'directory' ;;
         'versions:--remote') echo 'directory' ;;
         *:--profile) echo 'profile' ;;
         *:--config) echo 'file' ;;

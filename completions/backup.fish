@@ -6,7 +6,7 @@
 function __backup_subcommands
     switch "$argv[1]"
         case ''
-            printf '%s\n' 'init' 'sync' 'status' 'probe' 'restore' 'versions' 'hold' 'forget' 'tui'
+            printf '%s\n' 'init' 'sync' 'status' 'probe' 'restore' 'verify' 'versions' 'hold' 'forget' 'tui'
         case 'hold'
             printf '%s\n' 'set' 'clear'
     end
@@ -15,7 +15,7 @@ end
 # Whether option $argv[2] takes a value at path $argv[1].
 function __backup_takes_value
     switch "$argv[1]:$argv[2]"
-        case 'init:--source' 'init:--remote' 'init:--group' 'init:--exclude' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--as-of' 'restore:--place' 'versions:--remote' '*:--profile' '*:--config'
+        case 'init:--source' 'init:--remote' 'init:--group' 'init:--exclude' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--as-of' 'restore:--place' 'verify:--read-data' 'verify:--remote' 'versions:--remote' '*:--profile' '*:--config'
             return 0
     end
     return 1
@@ -93,6 +93,7 @@ complete -c backup -n '__backup_wants_command ""' -a 'sync' -d 'back up the sour
 complete -c backup -n '__backup_wants_command ""' -a 'status' -d 'show a profile\'s state and what a sync would do now'
 complete -c backup -n '__backup_wants_command ""' -a 'probe' -d 'look at the remote without writing'
 complete -c backup -n '__backup_wants_command ""' -a 'restore' -d 'restore a backup, group by group'
+complete -c backup -n '__backup_wants_command ""' -a 'verify' -d 'check the remote against the backup\'s marker'
 complete -c backup -n '__backup_wants_command ""' -a 'versions' -d 'list the kept versions, or one file\'s'
 complete -c backup -n '__backup_wants_command ""' -a 'hold' -d 'show, set or clear the write hold'
 complete -c backup -n '__backup_wants_command ""' -a 'forget' -d 'drop the profile\'s local state (the remote is untouched)'
@@ -124,7 +125,12 @@ complete -c backup -n '__backup_at "restore"' -l overwrite -d 'Replace local fil
 complete -c backup -n '__backup_at "restore"' -l abandon -d 'Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete'
 complete -c backup -n '__backup_at "restore"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "restore"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
+complete -c backup -n '__backup_at "verify"' -l read-data -d 'Download and check every file\'s SHA-256; with =PERCENT (1 to 100) only that share of the files, chosen so that successive runs cover the whole backup (where the last run stopped is kept in the profile\'s state)'
+complete -c backup -n '__backup_at "verify"' -l remote -x -a '(__fish_complete_directories)' -d 'Verify this remote without a profile'
+complete -c backup -n '__backup_at "verify"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
+complete -c backup -n '__backup_at "verify"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_at "versions"' -l remote -x -a '(__fish_complete_directories)' -d 'Look at this remote without a profile'
 complete -c backup -n '__backup_at "versions"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
+complete -c backup -n '__backup_at "versions"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_wants_command "hold"' -a 'set' -d 'set the write hold'
 complete -c backup -n '__backup_wants_command "hold"' -a 'clear' -d 'clear the write hold'

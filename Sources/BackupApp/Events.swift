@@ -22,6 +22,8 @@ public enum JobEvent: Sendable, Equatable {
     case syncProgress(done: Int, total: Int, transfer: TransferReading)
     /// Restore progress, and the bytes received.
     case restoreProgress(RestoreProgress, transfer: TransferReading)
+    /// Verify progress: `done` of `total` files read and checked, and the bytes received.
+    case verifyProgress(done: Int, total: Int, transfer: TransferReading)
     /// A group was not placed because it would overwrite local files that differ.
     case conflict(group: String, paths: [String])
     /// One file of a restore failed this attempt: `kind` is "hashMismatch", "sizeMismatch",

@@ -64,6 +64,9 @@ public enum BackupCLI {
             if name == "versions" && command.value("remote") != nil && command.value("profile") == nil {
                 return try await VersionsCommand.run(command, app: app, profile: nil, output: output)
             }
+            if name == "verify" && command.value("remote") != nil && command.value("profile") == nil {
+                return try await VerifyCommand.run(command, app: app, profile: nil, output: output)
+            }
             let profile = try app.profile(profileName)
             switch name {
             case "sync": return try await SyncCommand.run(command, app: app, profile: profile, output: output)
@@ -73,6 +76,7 @@ public enum BackupCLI {
             case "hold": return try HoldCommand.run(command, app: app, profile: profile, output: output)
             case "forget": return try ForgetCommand.run(command, app: app, profile: profile, output: output)
             case "versions": return try await VersionsCommand.run(command, app: app, profile: profile, output: output)
+            case "verify": return try await VerifyCommand.run(command, app: app, profile: profile, output: output)
             default: throw AppError(.usage, "unknown command \"\(name)\"; see `backup --help`")
             }
         } catch {

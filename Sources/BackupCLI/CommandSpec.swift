@@ -18,12 +18,15 @@ public enum ValueKind: Sendable, Equatable {
     case profile
     /// A remote URL or folder.
     case remote(String)
+    /// Either a flag or, written `--name=VALUE` (never as the next word), a value.
+    case optional(String)
 
     /// The placeholder shown in usage lines, nil for a flag.
     public var placeholder: String? {
         switch self {
         case .none: nil
         case .text(let name), .directory(let name), .file(let name), .remote(let name): name
+        case .optional(let name): name
         case .choice(let words): words.joined(separator: "|")
         case .profile: "NAME"
         }
@@ -48,7 +51,10 @@ public struct OptionSpec: Sendable, Equatable {
     }
 
     /// `--name VALUE` as shown in usage.
-    public var usage: String { value.placeholder.map { "--\(name) \($0)" } ?? "--\(name)" }
+    public var usage: String {
+        if case .optional(let placeholder) = value { return "--\(name)[=\(placeholder)]" }
+        return value.placeholder.map { "--\(name) \($0)" } ?? "--\(name)"
+    }
 }
 
 /// One positional argument.
@@ -159,12 +165,20 @@ public enum CommandTree {
                     json, noTUI,
                 ]),
             CommandSpec(
+                "verify", summary: "check the remote against the backup's marker",
+                discussion: "Compares the remote's listing with the marker the last sync wrote: files missing, files of another size, and files the marker does not name (reported, not damage). With --read-data it also downloads files and checks each one's SHA-256 against the marker. Never writes to the remote. Exit status 5 when anything is missing or damaged, naming each file.",
+                options: [
+                    OptionSpec("read-data", .optional("PERCENT"), help: "Download and check every file's SHA-256; with =PERCENT (1 to 100) only that share of the files, chosen so that successive runs cover the whole backup (where the last run stopped is kept in the profile's state)."),
+                    OptionSpec("remote", .remote("URL"), help: "Verify this remote without a profile."),
+                    json, noTUI,
+                ]),
+            CommandSpec(
                 "versions", summary: "list the kept versions, or one file's",
                 discussion: "Each sync that replaces or deletes files keeps their old contents, and the marker it replaces, in .backup-versions/<run time>/ on the remote, for keep_versions (30 days by default). Without PATH: one line per kept run (its time, files replaced, files deleted, bytes). With PATH: that file's kept versions, and whether the remote holds it now. Only reads.",
                 arguments: [ArgumentSpec(name: "PATH", optional: true, help: "A file as the backup names it (like docs/taxes/2025.pdf).")],
                 options: [
                     OptionSpec("remote", .remote("URL"), help: "Look at this remote without a profile."),
-                    json,
+                    json, noTUI,
                 ]),
             CommandSpec(
                 "hold", summary: "show, set or clear the write hold",

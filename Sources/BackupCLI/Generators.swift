@@ -65,7 +65,8 @@ extension ValueKind {
     /// The kind's name in the completion scripts: what to offer for the value.
     var completionKind: String? {
         switch self {
-        case .none: nil
+        // A value only ever written inline (`--read-data=10`): the next word is not its.
+        case .none, .optional: nil
         case .text: "text"
         case .choice(let words): "choice:" + words.joined(separator: " ")
         case .directory: "directory"
@@ -260,6 +261,7 @@ enum Manual {
         let flag = "Fl -\(option.name)"
         switch option.value {
         case .none: return flag
+        case .optional(let name): return flag + " Ns Oo = Ns Ar " + Mdoc.argument(name) + " Oc"
         case .choice(let words): return flag + " Cm " + Mdoc.argument(words.joined(separator: "|"))
         default: return flag + " Ar " + Mdoc.argument(option.value.placeholder ?? "")
         }
@@ -673,6 +675,20 @@ enum Manual {
             `--path` and `--to`; the full-screen interface asks for the time with `d` where it asks what to \
             restore. A restore as of a time never speaks for the sync state: the next sync compares the restored \
             files afresh, and uploads them (keeping what they replace) if they went into the source.
+
+            `backup verify` proves what the remote holds against the marker the last sync wrote, and never \
+            writes to the remote. It lists the remote and names every file the marker has that the remote \
+            lacks (`missing`) or lists at another size (`sizeMismatch`); a file the remote holds that the \
+            marker does not name is reported too (`extra`: a stray file, not damage). With `--read-data` it \
+            also downloads every file, up to `transfers` at once, each into a private temporary file, and \
+            checks its SHA-256 against the marker's (`hashMismatch`: the bytes were changed at the same size). \
+            `--read-data=PERCENT` reads only that share of the files: each file belongs to one of 100 buckets \
+            (by the SHA-256 of its path), each run reads the next PERCENT of them, and the profile's state \
+            keeps where it stopped, so successive runs cover the whole backup (ten runs of \
+            `--read-data=10` read every file once). It shows a progress bar (JSON `progress` events), names \
+            each damaged file as it is found (`error` events), and exits with status 5 when anything is \
+            missing or damaged. It takes the profile's lock, so it never reads a remote that a sync of the \
+            same profile is writing.
             """)
     }
 
@@ -702,7 +718,7 @@ enum Manual {
     static func json(_ page: inout Mdoc) {
         page.macro("Sh JSON OUTPUT")
         page.paragraphs("""
-            With `--json`, `sync`, `restore`, `status`, `probe` and `versions` print JSON lines on standard output: one \
+            With `--json`, `sync`, `restore`, `status`, `probe`, `verify` and `versions` print JSON lines on standard output: one \
             object per line, each with an `event` key. The last line of a run is its `result`. Messages for \
             people still go to standard error. Scripts should ignore keys they do not know.
             """)
@@ -711,7 +727,7 @@ enum Manual {
             ("Cm scanned", "The scan of the source finished: `files`, `bytes`, and `hashed`, the files read and hashed this run (the others came from the fingerprint cache)."),
             ("Cm note", "Something about one path: `path` and `message` (a special file skipped, a file that cannot be read)."),
             ("Cm stage", "A part of a sync's writes begins: `stage` is `uploading` (with `files` and `bytes`, as scanned), `deleting` (with `files`), `updating metadata` (with `files`) or `writing the marker` (with its `bytes`)."),
-            ("Cm progress", "At most ten a second, and always the last one; during a large file too, as its bytes move. For a sync, `done` and `total` steps (uploads, deletes and the marker). For a restore, `done` and `total` files placed, `staged` (downloaded and checked), `groups_done` and `groups_total`. Both carry `bytes` (moved so far, the part of each file in flight included: sent by a sync, received by a restore), `bytes_total` (what the run expects to move: the planned uploads and, once it is made, the marker; or the files a restore has to download; 0 until known) and `in_flight`, the files moving now, each with `path`, `bytes` moved and `size`."),
+            ("Cm progress", "At most ten a second, and always the last one; during a large file too, as its bytes move. For a sync, `done` and `total` steps (uploads, deletes and the marker). For a restore, `done` and `total` files placed, `staged` (downloaded and checked), `groups_done` and `groups_total`. For a verify, `done` and `total` files read and checked. All carry `bytes` (moved so far, the part of each file in flight included: sent by a sync, received by a restore), `bytes_total` (what the run expects to move: the planned uploads and, once it is made, the marker; or the files a restore has to download; 0 until known) and `in_flight`, the files moving now, each with `path`, `bytes` moved and `size`."),
             ("Cm conflict", "A group was not placed because it would replace local files that differ: `group` and `paths`."),
             ("Cm error", "One file of a restore failed this attempt: `path`, `message`, and `error`: `hashMismatch` or `sizeMismatch` (the remote's data failed a check, exit status 5), `refusedPath` (its path may not be restored), `local`, or a kind under DIAGNOSTICS."),
             ("Cm status", "The answer of `backup status`: `profile`, `source`, `remote`, `remote_files` and `remote_bytes` (what the state records), `local_files`, `local_folders`, `local_symlinks` (null when the source cannot be read: then `would` is `failed`, `error` is `local` and `message` says why), `last_sync` (ISO 8601, or null), `last_outcome` (how the last sync that ran ended, whoever ran it: an object with `status` — `completed`, `unavailable`, `failed` or `stopped` —, `at` and `message`; or null), `hold` (its reason, or null), and what a sync would do now: `would_upload` and `would_delete`, or `would` (the reason it would not run, or `failed` with `error`)."),
@@ -722,6 +738,7 @@ enum Manual {
             ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent, the marker's included), `marker_bytes` (the marker's), `unchanged`, `metadata_updated` (files whose mode, times or owner alone changed: recorded, not uploaded), `symlinks`, `folders`, `delete_failures` (objects with `path`, `error` and `message`, retried next run), `unreadable` (paths not uploaded), `versions` (what the run kept: `run`, `replaced`, `deleted`, `bytes`, `marker`; absent when it kept nothing), `keep_failures` (files neither replaced nor deleted because their old version could not be kept: `path`, `deleting`, `error`, `message`) and `pruned` (the runs' folders retention removed); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too; when a write hold set while it ran stopped it (reason `writeHeld`), `uploaded`, `deleted` and `bytes`, what it wrote before the stop."),
             ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine, `hashMismatch`, `sizeMismatch` or `refusedPath` when a required file failed a check, and `damaged` when the marker did; with `--abandon`, `abandoned` (files no longer kept) and `would_delete` (those the next sync deletes)."),
             ("Cm probe", "`profile`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`."),
+            ("Cm verify", "`files` (in the marker), `checked` and `checked_bytes` (read and checked), `without_hash` (read, but the marker gives no SHA-256: only the size was checked), `damaged` (objects with `path`, `error` — `missing`, `sizeMismatch` or `hashMismatch` — and `message`), `extra` (paths the marker does not name) and, for `--read-data=PERCENT`, `share` (`from` and `to`, of 100 buckets); `status` is `damaged` (exit status 5) when `damaged` is not empty."),
             ("Cm versions", "`runs`, each with `run` (its folder's name), `time` (ISO 8601, UTC), `files` and `bytes` (kept), `marker` (whether it kept the marker it replaced), and `replaced` and `deleted` where its record says; with PATH, `path`, `versions` (`run`, `time`, `size`) and `current` (`size`, or null when the backup does not hold it now)."),
         ], width: "restore")
         let reasons = [
@@ -1157,12 +1174,12 @@ enum ZshCompletion {
     static func spec(_ option: OptionSpec) -> String {
         let help = escape(ShellQuote.short(option.help), brackets: true)
         let prefix = option.repeatable ? "*" : ""
-        guard let placeholder = option.value.placeholder else {
+        guard let placeholder = option.value.placeholder, option.value.completionKind != nil else {
             return ShellQuote.posix("\(prefix)--\(option.name)[\(help)]")
         }
         let action: String
         switch option.value {
-        case .none, .text: action = " "
+        case .none, .text, .optional: action = " "
         case .choice(let words): action = "(" + words.joined(separator: " ") + ")"
         case .directory, .remote: action = "_files -/"
         case .file: action = "_files"
@@ -1317,7 +1334,7 @@ enum FishCompletion {
         if let condition { line += " -n " + ShellQuote.fish(condition) }
         line += " -l " + option.name
         switch option.value {
-        case .none: break
+        case .none, .optional: break
         case .text: line += " -x"
         case .choice(let words): line += " -x -a " + ShellQuote.fish(words.joined(separator: " "))
         case .directory, .remote: line += " -x -a '(__fish_complete_directories)'"

@@ -90,6 +90,18 @@ final class Output: Sendable {
                 progress("\(value.filesDone)/\(value.filesTotal) files placed, \(value.groupsDone)/\(value.groupsTotal) groups, "
                     + bytesText(transfer, verb: "received", now: now) + (transfer.current.map { ": \($0)" } ?? ""), force: final)
             }
+        case .verifyProgress(let done, let total, let transfer):
+            let final = done == total
+            let now = seconds
+            rate.withLock { $0.add(time: now, bytes: transfer.bytes) }
+            if json {
+                if final || due() {
+                    emit(["event": "progress", "done": done, "total": total].merging(transferFields(transfer)) { a, _ in a })
+                }
+            } else {
+                progress("\(done)/\(total) files checked, " + bytesText(transfer, verb: "read", now: now)
+                    + (transfer.current.map { ": \($0)" } ?? ""), force: final)
+            }
         case .fileFailed(let path, let kind, let message, _):
             if json {
                 emit(["event": "error", "error": kind, "message": message].merging(Self.pathFields("path", path)) { a, _ in a })

@@ -54,6 +54,10 @@ public enum Parser {
                     parsed.values[name, default: []].append("")
                     continue
                 }
+                if case .optional = option.value, inline == nil {
+                    parsed.values[name, default: []].append("")
+                    continue
+                }
                 let value: String
                 if let inline {
                     value = inline

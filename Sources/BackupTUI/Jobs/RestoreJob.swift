@@ -124,7 +124,7 @@ final class RestoreJob: Job {
                 state.notes.append("group \"\(group)\" not placed: \(Format.files(paths.count)) would replace a different local file")
             case .fileFailed(_, _, let message, _):
                 state.notes.append(message)
-            case .scanning, .scanned, .syncProgress, .syncStage:
+            case .scanning, .scanned, .syncProgress, .syncStage, .verifyProgress:
                 break
             }
         }

@@ -96,7 +96,7 @@ final class SyncJob: Job {
             case .syncStage(let stage):
                 state.stage = stage
                 state.stageStart = state.done
-            case .restoreProgress, .conflict, .fileFailed:
+            case .restoreProgress, .conflict, .fileFailed, .verifyProgress:
                 break
             }
         }
