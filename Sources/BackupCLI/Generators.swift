@@ -328,8 +328,11 @@ enum Manual {
             user, password command, groups (required or not), excludes, size-compared and keep-remotely \
             patterns, transfers, each list in its own editor, saved as `backup init` saves; `E` edits the \
             config file itself in $VISUAL or $EDITOR (vi) and reads it again; `o` restores from a remote no \
-            profile names (a new machine's first step); and `x` deletes a profile after asking (its backup \
-            stays). The list reads the profiles again every two seconds and shows how each one's last sync \
+            profile names (a new machine's first step); `V` verifies the profile's backup (the listing \
+            against the marker at once, then `r` reads every file and checks its SHA-256, as `backup verify`); \
+            and `x` deletes a profile after asking (its backup stays). Where a restore asks what to restore, \
+            `d` asks for a date and time and restores the backup as it was then (as `--as-of`); a sync \
+            stopped by the change guard offers `a` to sync anyway after you confirm. The list reads the profiles again every two seconds and shows how each one's last sync \
             ended, whoever ran it, a sync another process runs, and what the selected profile's next sync \
             would do (a dry run it makes on its own, writing nothing). On a sync's screen `h` sets a write \
             hold while it runs; on a job's screen `v` lists every note (files skipped or unreadable, \

@@ -16,7 +16,7 @@ enum Action: String, Sendable, CaseIterable {
     case setHold, clearHold
     case toggleAll, deleteProfile, editConfig, editProfile, restoreRemote, startNew
     case add, editEntry, removeEntry
-    case toBackground, fromBackground, choosePaths, chooseDate
+    case toBackground, fromBackground, choosePaths, chooseDate, verify
     case nextField, previousField, submit, toggle, deleteBack, deleteForward, deleteWord, clearField
     case cursorLeft, cursorRight, cursorStart, cursorEnd
     case yes, no
@@ -91,12 +91,19 @@ enum KeyMaps {
         Binding([ch("o")], .restoreRemote, "restore from another remote, one no profile names (its credentials from the environment, as for backup restore --remote)", hint: "restore a remote"),
         Binding([ch("c")], .resume, "see and continue the profile's unfinished restore", hint: "resume"),
         Binding([ch("h")], .hold, "set or clear the write hold", hint: "hold"),
+        Binding([ch("V")], .verify, "verify the backup: its listing against its marker, then (r) every file's SHA-256 (as backup verify; writes nothing)"),
         Binding([ch("n")], .newProfile, "set up a new profile: every field of it in a form", hint: "new"),
         Binding([ch("e")], .editProfile, "edit the selected profile in a form: source, remote, user, password, groups, excludes, patterns, transfers", hint: "edit"),
         Binding([ch("E")], .editConfig, "edit the config file itself in $VISUAL or $EDITOR (vi); read again when the editor ends"),
         Binding([ch("x"), .delete], .deleteProfile, "delete the selected profile, after you confirm (the backup on its remote stays)"),
         Binding([ch("g"), .function(5)], .refresh, "read the profiles and their state again"),
         Binding([ch("b")], .fromBackground, "back to a job running in the background: the selected profile's, else the latest", hint: "to the job"),
+    ])
+
+    static let verify = KeyMap(name: "Verify", bindings: [
+        Binding([ch("l")], .syncAgain, "compare the remote's listing with the backup's marker again (missing files, other sizes)", hint: "listing"),
+        Binding([ch("r")], .retryFailed, "read every file and check its SHA-256 against the marker (as --read-data)", hint: "read all"),
+        Binding([ch("v")], .showNotes, "every missing, damaged or extra file, in full", hint: "all"),
     ])
 
     static let profile = KeyMap(name: "Profile", bindings: [

@@ -408,6 +408,31 @@ final class TUIKeysTests: XCTestCase {
         XCTAssertEqual(try tmux.exitStatus(), 0)
     }
 
+    func testVerifyComparesTheListingThenReadsEveryFileAndNamesTheDamage() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.backUpSample()
+        // A file changed on the remote at its own size: only reading it shows it.
+        let damaged = home.remote + "/papers/tax-2.txt"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: damaged))
+        bytes[0] ^= 0x20
+        try bytes.write(to: URL(fileURLWithPath: damaged))
+        let before = home.tree(home.remote)
+        let tmux = try tmux(home)
+        try tmux.wait(for: "▸ default")
+        try tmux.press("V")
+        let listing = try tmux.waitAll(["Nothing is missing", "r read all"])
+        XCTAssertTrue(listing.contains("the listing was compared"), listing)
+        try tmux.press("r")
+        let read = try tmux.waitAll(["1 file missing", "hashMismatch: papers/tax-2.txt"])
+        XCTAssertTrue(read.contains("5 read and checked"), read)
+        try tmux.press("v")
+        try tmux.wait(for: "does not hold the bytes")
+        XCTAssertEqual(home.tree(home.remote), before, "verify wrote to the remote")
+        try tmux.press("q")
+        XCTAssertEqual(try tmux.exitStatus(), 5)
+    }
+
     func testAtFortyByTwelveTheFirstRunFormKeepsTheFocusedFieldInView() throws {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }

@@ -141,7 +141,7 @@ final class HomeScreen: Screen {
                 "Its section leaves the config file, and its local state (what is backed up, an unfinished restore, the hold) is forgotten.",
                 "The backup on \(profile.remote) is not touched: a new profile for it takes its groups again.",
             ]), profile)
-        case .sync, .restore, .resume, .hold, .showProfile, .dryRun:
+        case .sync, .restore, .resume, .hold, .showProfile, .dryRun, .verify:
             guard let overview = current else {
                 message = "There is no profile yet: press n to set one up."
                 return .handled
@@ -156,6 +156,7 @@ final class HomeScreen: Screen {
             switch action {
             case .sync: return .push(SyncScreen(context: context, profile: profile, request: SyncRequest()))
             case .dryRun: return .push(DryRunScreen(context: context, profile: profile))
+            case .verify: return .push(VerifyScreen(context: context, profile: profile))
             case .showProfile: return .push(ProfileScreen(context: context, overview: overview))
             case .restore:
                 ask(.target(profile), InputDialog(

@@ -272,7 +272,14 @@ final class SyncScreen: ProfileJobScreen {
                 if !report.deleteFailures.isEmpty { words += " \(report.deleteFailures.count) deletes failed; the next run retries them." }
                 if !report.sourceFailures.isEmpty { words += " \(Format.files(report.sourceFailures.count)) could not be read; the next run uploads them." }
                 if report.identityReset { words += " The remote's identity changed, so everything was uploaded again." }
-                return (words, report.deleteFailures.isEmpty && report.sourceFailures.isEmpty ? .good : .warning)
+                if let kept = report.versions, kept.files > 0 {
+                    words += " The old versions of \(Format.files(kept.files)) (\(Format.bytes(kept.bytes))) are kept in \(VersionStore.runFolder(kept.run))."
+                }
+                if !report.keepFailures.isEmpty {
+                    words += " \(Format.files(report.keepFailures.count)) not replaced or deleted: their old versions could not be kept; the next run retries them."
+                }
+                let clean = report.deleteFailures.isEmpty && report.sourceFailures.isEmpty && report.keepFailures.isEmpty
+                return (words, clean ? .good : .warning)
             case .ran(.held(let reason, let report)):
                 let files = report.fileCount
                 return ("Stopped by the write hold (\(reason)) after \(Format.files(files)) uploaded (\(Format.bytes(report.fileBytes))) "
