@@ -66,17 +66,7 @@ final class Output: Sendable {
         case .note(let path, let message):
             if json { emit(["event": "note", "message": message].merging(Self.pathFields("path", path)) { a, _ in a }) } else { line("note: \(message)") }
         case .syncProgress(let done, let total, let transfer):
-            let final = done == total
-            let now = seconds
-            rate.withLock { $0.add(time: now, bytes: transfer.bytes) }
-            if json {
-                if final || due() {
-                    emit(["event": "progress", "done": done, "total": total].merging(transferFields(transfer)) { a, _ in a })
-                }
-            } else {
-                progress("\(done)/\(total) steps, " + bytesText(transfer, verb: "sent", now: now)
-                    + (transfer.current.map { ": \($0)" } ?? ""), force: final)
-            }
+            counted(done, total, transfer, unit: "steps", verb: "sent")
         case .restoreProgress(let value, let transfer):
             let final = value.filesDone == value.filesTotal
             let now = seconds
@@ -91,17 +81,7 @@ final class Output: Sendable {
                     + bytesText(transfer, verb: "received", now: now) + (transfer.current.map { ": \($0)" } ?? ""), force: final)
             }
         case .verifyProgress(let done, let total, let transfer):
-            let final = done == total
-            let now = seconds
-            rate.withLock { $0.add(time: now, bytes: transfer.bytes) }
-            if json {
-                if final || due() {
-                    emit(["event": "progress", "done": done, "total": total].merging(transferFields(transfer)) { a, _ in a })
-                }
-            } else {
-                progress("\(done)/\(total) files checked, " + bytesText(transfer, verb: "read", now: now)
-                    + (transfer.current.map { ": \($0)" } ?? ""), force: final)
-            }
+            counted(done, total, transfer, unit: "files checked", verb: "read")
         case .fileFailed(let path, let kind, let message, _):
             if json {
                 emit(["event": "error", "error": kind, "message": message].merging(Self.pathFields("path", path)) { a, _ in a })
@@ -114,6 +94,22 @@ final class Output: Sendable {
             } else {
                 line("group \"\(group)\" not placed: it would overwrite \(paths.count) local file(s) that differ (\(paths.prefix(3).joined(separator: ", "))\(paths.count > 3 ? ", …" : "")); pass --overwrite to replace them")
             }
+        }
+    }
+
+    /// A progress of `done` of `total` (steps of a sync, files a verify checked) and its bytes:
+    /// a JSON `progress` event, or the line "3/10 steps, 1.2 MiB of 4 MiB sent, …".
+    private func counted(_ done: Int, _ total: Int, _ transfer: TransferReading, unit: String, verb: String) {
+        let final = done == total
+        let now = seconds
+        rate.withLock { $0.add(time: now, bytes: transfer.bytes) }
+        if json {
+            if final || due() {
+                emit(["event": "progress", "done": done, "total": total].merging(transferFields(transfer)) { a, _ in a })
+            }
+        } else {
+            progress("\(done)/\(total) \(unit), " + bytesText(transfer, verb: verb, now: now)
+                + (transfer.current.map { ": \($0)" } ?? ""), force: final)
         }
     }
 

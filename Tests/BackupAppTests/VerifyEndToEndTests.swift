@@ -9,38 +9,16 @@ import Foundation
 import XCTest
 
 final class VerifyEndToEndTests: XCTestCase {
-    private enum Provider { case folder, webdav, s3 }
+    private typealias Provider = ServedKind
 
     /// The remote's files on disk (path → bytes), to show verify changed none of them.
     private func onDisk(_ f: CLIFixture, _ root: String) throws -> [String: Data] { try f.tree(root) }
 
-    private func setUp(_ provider: Provider, _ f: CLIFixture) throws -> (url: String, root: String, settle: () -> Void) {
-        switch provider {
-        case .folder:
-            return (f.remote, f.remote, {})
-        case .webdav:
-            let server = try RcloneServer(.webdav, root: try f.dir.makeFolder("served"))
-            addTeardownBlock { server.stop() }
-            try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
-            f.extraEnvironment = ["BACKUP_PASSWORD": server.secret]
-            return ("webdav://\(server.user)@127.0.0.1:\(server.port)/backup", server.root + "/backup",
-                    { Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 5) })
-        case .s3:
-            let server = try RcloneServer(.s3, root: try f.dir.makeFolder("served"))
-            addTeardownBlock { server.stop() }
-            try FileManager.default.createDirectory(atPath: server.root + "/bucket", withIntermediateDirectories: true)
-            f.extraEnvironment = [
-                "AWS_ACCESS_KEY_ID": server.user, "AWS_SECRET_ACCESS_KEY": server.secret,
-                "AWS_ENDPOINT_URL": server.address, "AWS_REGION": "us-east-1",
-            ]
-            return ("s3://bucket/laptop", server.root + "/bucket/laptop", { Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 5) })
-        }
-    }
 
     private func damageIsFoundAndNamed(_ provider: Provider) throws {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
-        let (url, root, settle) = try setUp(provider, f)
+        let (url, root, settle) = try servedRemote(provider, f)
         for index in 0..<12 { try f.write("docs/file \(index).txt", "the content of file number \(index)") }
         XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", url).status, 0)
         XCTAssertEqual(try f.run("sync", "--yes").status, 0)

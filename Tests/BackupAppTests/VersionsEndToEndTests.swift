@@ -11,7 +11,7 @@ import Foundation
 import XCTest
 
 final class VersionsEndToEndTests: XCTestCase {
-    private enum Provider { case folder, webdav, s3 }
+    private typealias Provider = ServedKind
 
     /// A file as the tree holds it: its bytes, permission bits and modification time.
     private struct Kept: Equatable, CustomStringConvertible {
@@ -46,32 +46,11 @@ final class VersionsEndToEndTests: XCTestCase {
         return formatter.string(from: Date())
     }
 
-    private func remote(_ provider: Provider, _ f: CLIFixture) throws -> (url: String, settle: () -> Void) {
-        switch provider {
-        case .folder:
-            return (f.remote, {})
-        case .webdav:
-            let server = try RcloneServer(.webdav, root: try f.dir.makeFolder("served"))
-            addTeardownBlock { server.stop() }
-            try FileManager.default.createDirectory(atPath: server.root + "/backup", withIntermediateDirectories: true)
-            f.extraEnvironment = ["BACKUP_PASSWORD": server.secret]
-            return ("webdav://\(server.user)@127.0.0.1:\(server.port)/backup", { Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 5) })
-        case .s3:
-            let server = try RcloneServer(.s3, root: try f.dir.makeFolder("served"))
-            addTeardownBlock { server.stop() }
-            try FileManager.default.createDirectory(atPath: server.root + "/bucket", withIntermediateDirectories: true)
-            f.extraEnvironment = [
-                "AWS_ACCESS_KEY_ID": server.user, "AWS_SECRET_ACCESS_KEY": server.secret,
-                "AWS_ENDPOINT_URL": server.address, "AWS_REGION": "us-east-1",
-            ]
-            return ("s3://bucket/laptop", { Thread.sleep(forTimeInterval: RcloneServer.directoryCacheTime * 5) })
-        }
-    }
 
     private func threeSyncsThenEachTimeRestores(_ provider: Provider) throws {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
-        let (url, settle) = try remote(provider, f)
+        let (url, _, settle) = try servedRemote(provider, f)
         try write(f, "a.txt", "a, first", mtime: 1_700_000_000)
         try write(f, "b.txt", "b, only in the first tree", mode: 0o600, mtime: 1_700_000_100)
         try write(f, "docs/c.txt", "c, in the first two trees", mode: 0o640, mtime: 1_700_000_200)

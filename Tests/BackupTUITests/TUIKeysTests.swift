@@ -304,10 +304,11 @@ final class TUIKeysTests: XCTestCase {
 
     /// The sample backed up, and the interface at the choice of what to restore into
     /// `restored` (r, the target typed): nothing is downloaded yet.
-    private func atTheRestoreChoice() throws -> (Home, Tmux, target: String, screen: String) {
+    private func atTheRestoreChoice(after change: (Home) throws -> Void = { _ in }) throws -> (Home, Tmux, target: String, screen: String) {
         let home = try Home()
         addTeardownBlock { home.dir.cleanup() }
         try home.backUpSample()
+        try change(home)
         let target = home.dir.path("restored")
         let tmux = try tmux(home)
         try tmux.wait(for: "▸ default")
@@ -364,27 +365,18 @@ final class TUIKeysTests: XCTestCase {
     }
 
     func testTheBackupAsOfADateIsChosenBeforeAnythingIsDownloaded() throws {
-        let home = try Home()
-        addTeardownBlock { home.dir.cleanup() }
-        try home.backUpSample()
-        Thread.sleep(forTimeInterval: 1.1)
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        let before = formatter.string(from: Date())
-        Thread.sleep(forTimeInterval: 1.1)
-        try home.write("todo.txt", "call the plumber, then the roofer")
-        try FileManager.default.removeItem(atPath: home.source + "/papers/tax-3.txt")
-        XCTAssertEqual(try home.scripted(["sync", "--json"]), 0)
-
-        let target = home.dir.path("restored")
-        let tmux = try tmux(home)
-        try tmux.wait(for: "▸ default")
-        try tmux.press("r")
-        try tmux.wait(for: "Into which folder?")
-        try tmux.press("C-u")
-        try tmux.type(target)
-        try tmux.press("Enter")
-        try tmux.waitAll(["[x] ! papers", "d as of"])
+        var before = ""
+        let (home, tmux, target, _) = try atTheRestoreChoice { home in
+            Thread.sleep(forTimeInterval: 1.1)
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime]
+            before = formatter.string(from: Date())
+            Thread.sleep(forTimeInterval: 1.1)
+            try home.write("todo.txt", "call the plumber, then the roofer")
+            try FileManager.default.removeItem(atPath: home.source + "/papers/tax-3.txt")
+            XCTAssertEqual(try home.scripted(["sync", "--json"]), 0)
+        }
+        try tmux.wait(for: "d as of")
         try tmux.press("d")
         try tmux.wait(for: "Restore as of")
         try tmux.type("last tuesday")
