@@ -17,12 +17,13 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium"),
 
         // MARK: The contract: value types, RemoteStorage, SyncEngine, probe, hold, SQLite state
         .target(name: "BackupEngine", dependencies: ["CSQLite", "CCrypto", "CMalloc"]),
 
         // MARK: Providers behind RemoteStorage (FolderStorage is the embedded default)
-        .target(name: "BackupStorage", dependencies: ["BackupEngine", "CCurl", "CCrypto"]),
+        .target(name: "BackupStorage", dependencies: ["BackupEngine", "CCurl", "CCrypto", "CSodium"]),
 
         // MARK: The local side: scanning, the marker codec, patterns, restore placement
         .target(name: "BackupTree", dependencies: ["BackupEngine", "CCrypto", "CZlib"]),

