@@ -268,6 +268,96 @@ public struct RcloneCrypt: Sendable {
         }
     }
 
+    /// Encrypts what `source` holds from its offset 0 into `destination` (from its current
+    /// offset), chunk by chunk with two reused buffers; returns the encrypted bytes written.
+    /// `source` is read with `pread`, so a short read is retried, never taken for the end
+    /// unless the file ends.
+    public func encryptFile(from source: Int32, to destination: Int32) throws(CryptError) -> Int64 {
+        var (header, nonce) = Self.newHeader()
+        try Self.writeAll(destination, &header, count: header.count)
+        var written = Int64(header.count)
+        var plain = [UInt8](repeating: 0, count: Self.chunkSize)
+        var sealed = [UInt8](repeating: 0, count: Self.chunkSize + Self.tagSize)
+        var offset: Int64 = 0
+        while true {
+            let count = try Self.readChunk(source, into: &plain, at: offset)
+            if count == 0 { break }
+            var failure: CryptError?
+            plain.withUnsafeBytes { p in
+                sealed.withUnsafeMutableBytes { s in
+                    do throws(CryptError) {
+                        try seal(UnsafeRawBufferPointer(rebasing: p[0..<count]), nonce: &nonce, into: s)
+                    } catch {
+                        failure = error
+                    }
+                }
+            }
+            if let failure { throw failure }
+            try Self.writeAll(destination, &sealed, count: count + Self.tagSize)
+            written += Int64(count + Self.tagSize)
+            offset += Int64(count)
+            if count < Self.chunkSize { break }
+        }
+        return written
+    }
+
+    /// Decrypts what `source` holds from offset 0 into `destination`; returns the plain bytes.
+    public func decryptFile(from source: Int32, to destination: Int32) throws(CryptError) -> Int64 {
+        var header = [UInt8](repeating: 0, count: Self.headerSize)
+        guard try Self.readChunk(source, into: &header, at: 0) == Self.headerSize, Array(header[0..<Self.magic.count]) == Self.magic else {
+            throw CryptError(.notEncrypted, "not a file of rclone crypt's format (no RCLONE header)")
+        }
+        var nonce = Array(header[Self.magic.count...])
+        var sealed = [UInt8](repeating: 0, count: Self.chunkSize + Self.tagSize)
+        var plain = [UInt8](repeating: 0, count: Self.chunkSize)
+        var offset = Int64(Self.headerSize)
+        var total: Int64 = 0
+        while true {
+            let count = try Self.readChunk(source, into: &sealed, at: offset)
+            if count == 0 { break }
+            var failure: CryptError?
+            sealed.withUnsafeBytes { s in
+                plain.withUnsafeMutableBytes { p in
+                    do throws(CryptError) {
+                        try open(UnsafeRawBufferPointer(rebasing: s[0..<count]), nonce: &nonce, into: p)
+                    } catch {
+                        failure = error
+                    }
+                }
+            }
+            if let failure { throw failure }
+            try Self.writeAll(destination, &plain, count: count - Self.tagSize)
+            total += Int64(count - Self.tagSize)
+            offset += Int64(count)
+            if count < sealed.count { break }
+        }
+        return total
+    }
+
+    /// Fills `buffer` from `fd` at `offset` (fewer bytes only at the end of the file).
+    private static func readChunk(_ fd: Int32, into buffer: inout [UInt8], at offset: Int64) throws(CryptError) -> Int {
+        var filled = 0
+        let capacity = buffer.count
+        while filled < capacity {
+            let got = buffer.withUnsafeMutableBytes { b in pread(fd, b.baseAddress?.advanced(by: filled), capacity - filled, off_t(offset) + off_t(filled)) }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 { throw CryptError(.system, "reading a file to encrypt failed: \(String(cString: strerror(errno)))") }
+            if got == 0 { break }
+            filled += got
+        }
+        return filled
+    }
+
+    private static func writeAll(_ fd: Int32, _ buffer: inout [UInt8], count: Int) throws(CryptError) {
+        var done = 0
+        while done < count {
+            let wrote = buffer.withUnsafeBytes { b in write(fd, b.baseAddress?.advanced(by: done), count - done) }
+            if wrote < 0 && errno == EINTR { continue }
+            if wrote <= 0 { throw CryptError(.system, "writing an encrypted file failed: \(String(cString: strerror(errno)))") }
+            done += wrote
+        }
+    }
+
     /// A whole plain file encrypted (tests, the marker); `nonce` for a fixed one.
     public func encrypt(_ plain: Data, nonce given: [UInt8]? = nil) throws(CryptError) -> Data {
         var nonce = given ?? Self.newHeader().nonce

@@ -83,8 +83,29 @@ final class RcloneCryptTests: XCTestCase {
             XCTAssertEqual(try crypt.decrypt(data), plain[name], name)
         }
 
-        // This code writes, rclone reads.
+        // The same, streamed between descriptors.
+        for encrypted in written {
+            let name = try crypt.decryptSegment(encrypted)
+            let source = open(dir.path + "/by-rclone/" + encrypted, O_RDONLY)
+            let target = open(dir.path + "/streamed-" + name, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            defer { close(source); close(target) }
+            XCTAssertEqual(try crypt.decryptFile(from: source, to: target), Int64(plain[name]?.count ?? -1))
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/streamed-" + name)), plain[name], name)
+        }
+
+        // This code writes (whole, and streamed from a descriptor), rclone reads.
         for (name, data) in plain { try dir.write("by-us/" + (try crypt.encryptSegment(name)), try crypt.encrypt(data)) }
+        for name in plain.keys {
+            let source = open(dir.path + "/plain/" + name, O_RDONLY)
+            try FileManager.default.createDirectory(atPath: dir.path + "/by-us-streamed", withIntermediateDirectories: true)
+            let target = open(dir.path + "/by-us-streamed/" + (try crypt.encryptSegment(name)), O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            defer { close(source); close(target) }
+            XCTAssertEqual(try crypt.encryptFile(from: source, to: target), RcloneCrypt.encryptedSize(Int64(plain[name]?.count ?? 0)))
+        }
+        _ = try rclone(["copy", try cryptRemote(dir.path + "/by-us-streamed", salt: nil), dir.path + "/read-back-streamed"])
+        for (name, data) in plain {
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/read-back-streamed/" + name)), data, name)
+        }
         _ = try rclone(["copy", try cryptRemote(dir.path + "/by-us", salt: nil), dir.path + "/read-back"])
         for (name, data) in plain {
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/read-back/" + name)), data, name)
