@@ -112,7 +112,7 @@ extension BackupApp {
             // The listing against the marker, both in byte order.
             let order = listed.sortedIndicesByPath()
             var position = 0
-            var toRead: [(path: String, size: Int64, hash: String?)] = []
+            var toRead: [(file: Int, size: Int64)] = []
             var rolling: (from: Int, to: Int)?
             if let share = request.readData, share < 100, let rollingProfile {
                 let from = Int(try openState(rollingProfile).meta(Self.verifyNextKey) ?? "0").map { (($0 % 100) + 100) % 100 } ?? 0
@@ -130,7 +130,7 @@ extension BackupApp {
                 guard path != SyncEngine.defaultMarkerPath else { return }
                 summary.findings.append(VerifyFinding(path: path, kind: .extra, message: "\(path) is on the remote, but the marker does not name it"))
             }
-            for file in files {
+            for (index, file) in files.enumerated() {
                 while position < order.count, listed.comparePath(at: order[position], with: file.path) < 0 {
                     extra(order[position])
                     position += 1
@@ -147,7 +147,7 @@ extension BackupApp {
                         message: "\(file.path) is \(want) bytes in the backup's marker, but the remote lists \(size)"))
                     continue
                 }
-                if chosen(file.path) { toRead.append((file.path, size, file.hash)) }
+                if chosen(file.path) { toRead.append((index, size)) }
             }
             while position < order.count {
                 extra(order[position])
@@ -164,7 +164,7 @@ extension BackupApp {
                     events(.verifyProgress(done: counts.done, total: counts.total, transfer: reading))
                 }
                 progress((0, toRead.count))
-                let read = try await Self.readAndCheck(toRead, storage: storage, transfers: profile?.transfers ?? Profile.defaultTransfers,
+                let read = try await Self.readAndCheck(toRead, of: files, storage: storage, transfers: profile?.transfers ?? Profile.defaultTransfers,
                                                        progress: progress, events: events)
                 summary.checked = read.checked
                 summary.checkedBytes = read.bytes
@@ -194,12 +194,12 @@ extension BackupApp {
     /// Downloads each file into a private temporary file (one per transfer in flight, reused)
     /// and checks its size and SHA-256.
     private static func readAndCheck(
-        _ files: [(path: String, size: Int64, hash: String?)], storage: any RemoteStorage, transfers: Int,
+        _ chosen: [(file: Int, size: Int64)], of all: [ExpectedFiles.File], storage: any RemoteStorage, transfers: Int,
         progress: @escaping @Sendable ((done: Int, total: Int)) -> Void, events: @escaping JobEvents
     ) async throws -> (checked: Int, bytes: Int64, withoutHash: Int, findings: [VerifyFinding]) {
         var checked = 0, bytes: Int64 = 0, withoutHash = 0
         var findings: [VerifyFinding] = []
-        let workers = max(1, min(transfers, files.count))
+        let workers = max(1, min(transfers, chosen.count))
         var descriptors: [Int32] = []
         defer { descriptors.forEach { close($0) } }
         for _ in 0..<workers {
@@ -215,9 +215,9 @@ extension BackupApp {
             var busy: [Int: Int32] = [:]
             var done = 0
             while true {
-                while next < files.count, let fd = free.popLast() {
+                while next < chosen.count, let fd = free.popLast() {
                     let index = next
-                    let file = files[index]
+                    let file = (path: all[chosen[index].file].path, size: chosen[index].size, hash: all[chosen[index].file].hash)
                     busy[index] = fd
                     next += 1
                     group.addTask {
@@ -235,8 +235,8 @@ extension BackupApp {
                         guard let want = file.hash else { return (index, nil) }
                         guard lseek(fd, 0, SEEK_SET) == 0 else { throw AppError(.failure, "cannot read back the temporary file") }
                         let got = try SHA256Hasher.hexOfOpenFile(fd, displayPath: "the downloaded copy of \(file.path)")
-                        return (index, got == want ? nil : VerifyFinding(path: file.path, kind: .hashMismatch,
-                            message: "\(file.path) does not hold the bytes the backup's marker names (SHA-256 \(got), not \(want))"))
+                        return (index, SHA256Digest(hex: got) == want ? nil : VerifyFinding(path: file.path, kind: .hashMismatch,
+                            message: "\(file.path) does not hold the bytes the backup's marker names (SHA-256 \(got), not \(want.hex))"))
                     }
                 }
                 guard let (index, finding) = try await group.next() else { break }
@@ -247,10 +247,10 @@ extension BackupApp {
                     events(.fileFailed(path: finding.path, kind: finding.kind.rawValue, message: finding.message, damage: true))
                 } else {
                     checked += 1
-                    bytes += files[index].size
-                    if files[index].hash == nil { withoutHash += 1 }
+                    bytes += chosen[index].size
+                    if all[chosen[index].file].hash == nil { withoutHash += 1 }
                 }
-                progress((done, files.count))
+                progress((done, chosen.count))
             }
         }
         return (checked, bytes, withoutHash, findings)
@@ -262,44 +262,38 @@ struct ExpectedFiles: MarkerVisitor {
     struct File {
         var path: String
         var size: Int64?
-        var hash: String?
+        var hash: SHA256Digest?
     }
 
     private var entries: [File] = []
-    private var hashes: [String: String] = [:]
-    private var files = Set<String>()
+    /// Hash records (markers before format 3 have only those).
+    private var hashes: [String: SHA256Digest] = [:]
 
     mutating func header(groups: [MarkerGroup], writer: String?) -> Bool { true }
 
     mutating func entry(_ path: String, _ entry: MarkerEntry, hash: String?, line: Int) throws(MarkerError) {
         switch entry.kind {
         case .file, .hardLink:
-            entries.append(File(path: path, size: entry.size, hash: hash))
-            files.insert(path)
+            entries.append(File(path: path, size: entry.size, hash: hash.flatMap(SHA256Digest.init(hex:))))
         case .folder, .symlink:
             break
         }
     }
 
     mutating func hash(_ path: String, _ hex: String, line: Int) throws(MarkerError) {
-        hashes[path] = hex
+        hashes[path] = SHA256Digest(hex: hex)
     }
 
-    func isEarlierFile(_ path: String) -> Bool { files.contains(path) }
+    /// Verify reads no link: a hard link is checked as the file it names is.
+    func isEarlierFile(_ path: String) -> Bool { true }
 
     /// Every file, sorted by its path's bytes: the entries, and the files only a hash record names.
     mutating func finish() -> [File] {
+        guard !hashes.isEmpty else { return entries }
         var all = entries
-        for (path, hex) in hashes {
-            if files.contains(path) {
-                continue
-            }
-            all.append(File(path: path, size: nil, hash: hex))
-        }
-        if !hashes.isEmpty {
-            for index in all.indices where all[index].hash == nil { all[index].hash = hashes[all[index].path] }
-            all = ByteOrder.sorted(all, by: \.path)
-        }
-        return all
+        let named = Set(entries.map(\.path))
+        for (path, digest) in hashes where !named.contains(path) { all.append(File(path: path, size: nil, hash: digest)) }
+        for index in all.indices where all[index].hash == nil { all[index].hash = hashes[all[index].path] }
+        return ByteOrder.sorted(all, by: \.path)
     }
 }
