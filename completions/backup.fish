@@ -119,7 +119,7 @@ complete -c backup -n '__backup_at "restore"' -l resume -d 'Continue the last re
 complete -c backup -n '__backup_at "restore"' -l reset-attempts -d 'With --resume: try again files that failed three times'
 complete -c backup -n '__backup_at "restore"' -l only -x -d 'Restore only this group; repeat for more'
 complete -c backup -n '__backup_at "restore"' -l path -x -d 'Restore only this file, or this folder and everything in it (a path in the backup, like docs/taxes); repeat for more'
-complete -c backup -n '__backup_at "restore"' -l as-of -x -d 'Restore the tree as it was at TIME (2026-11-30, 2026-11-30T14:05:09, local time unless it ends in Z), from the current files and the kept versions; a time before the oldest kept version is refused'
+complete -c backup -n '__backup_at "restore"' -l as-of -x -d 'Restore the tree as it was at TIME (2026-11-30, 2026-11-30T14:05:09, local time unless it ends in Z or an offset; or @SECONDS since 1970), from the current files and the kept versions; a time before the oldest kept version is refused'
 complete -c backup -n '__backup_at "restore"' -l place -x -a 'all ask' -d 'Place every group (all, the default) or ask per group (ask)'
 complete -c backup -n '__backup_at "restore"' -l overwrite -d 'Replace local files that differ; without it their group is rejected and reported'
 complete -c backup -n '__backup_at "restore"' -l abandon -d 'Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete'

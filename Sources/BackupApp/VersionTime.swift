@@ -8,12 +8,18 @@ public enum VersionTime {
     ///
     /// `2026-11-30`, `2026-11-30T14:05`, `2026-11-30T14:05:09`, `2026-11-30 14:05:09.5`, each
     /// optionally followed by `Z`, `+01:00` or `-0500`; without one it is local time (`TZ`).
+    /// Also `@SECONDS` since 1970.
     /// A time is taken as the end of the last unit it names: a date as the last moment of that
     /// day, a minute as its last second, a second as its end. So `--as-of 2026-11-30` is the
     /// backup as that day left it, and a time copied from `date` just after a sync includes
     /// that sync.
     public static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.trimmingCharacters(in: .whitespaces).utf8)
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        // `@1764511509` (as `date +@%s` prints it): seconds since 1970, UTC, to that second's end.
+        if trimmed.hasPrefix("@"), let seconds = Int64(trimmed.dropFirst()), abs(seconds) < 100_000_000_000 {
+            return Date(timeIntervalSince1970: TimeInterval(seconds) + 0.999_999)
+        }
+        let bytes = Array(trimmed.utf8)
         var at = 0
         func number(_ digits: Int) -> Int? {
             guard at + digits <= bytes.count else { return nil }

@@ -158,7 +158,7 @@ public enum CommandTree {
                     OptionSpec("reset-attempts", help: "With --resume: try again files that failed three times."),
                     OptionSpec("only", .text("GROUP"), repeatable: true, help: "Restore only this group; repeat for more."),
                     OptionSpec("path", .text("PATH"), repeatable: true, help: "Restore only this file, or this folder and everything in it (a path in the backup, like docs/taxes); repeat for more."),
-                    OptionSpec("as-of", .text("TIME"), help: "Restore the tree as it was at TIME (2026-11-30, 2026-11-30T14:05:09, local time unless it ends in Z), from the current files and the kept versions; a time before the oldest kept version is refused."),
+                    OptionSpec("as-of", .text("TIME"), help: "Restore the tree as it was at TIME (2026-11-30, 2026-11-30T14:05:09, local time unless it ends in Z or an offset; or @SECONDS since 1970), from the current files and the kept versions; a time before the oldest kept version is refused."),
                     OptionSpec("place", .choice(["all", "ask"]), help: "Place every group (all, the default) or ask per group (ask)."),
                     OptionSpec("overwrite", help: "Replace local files that differ; without it their group is rejected and reported."),
                     OptionSpec("abandon", help: "Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete. Restores nothing."),

@@ -672,7 +672,7 @@ enum Manual {
             copy where it is still that content, else from the first run after it that kept it; every file is \
             checked against the SHA-256 that marker gives. TIME is an ISO 8601 date or date-time, local time \
             unless it ends in `Z` or an offset (`2026-11-30`, `2026-11-30T14:05`, `2026-11-30T14:05:09Z`, \
-            `2026-11-30 14:05:09+01:00`); a time is taken as the end of the last unit it names, so a date means \
+            `2026-11-30 14:05:09+01:00`), or `@` and seconds since 1970 (`@1764511509`); a time is taken as the end of the last unit it names, so a date means \
             the backup as that day left it and a time copied from `date` just after a sync includes that sync. A \
             time before the oldest kept tree is refused (exit status 2), naming it. It goes with `--only`, \
             `--path` and `--to`; the full-screen interface asks for the time with `d` where it asks what to \

@@ -23,6 +23,8 @@ final class VersionTimeTests: XCTestCase {
         let offset = try XCTUnwrap(VersionTime.parse("2026-11-30T15:05:09+01:00"))
         XCTAssertEqual(offset, second)
         XCTAssertEqual(VersionTime.parse("2026-11-30T09:05:09-0500"), second)
+        XCTAssertEqual(VersionTime.parse("@\(Int(try XCTUnwrap(utc("2026-11-30T14:05:09.000Z")).timeIntervalSince1970))"), second)
+        XCTAssertNil(VersionTime.parse("@soon"))
     }
 
     func testADateAloneIsTheEndOfThatDayInLocalTime() throws {
