@@ -1,0 +1,167 @@
+// CryptStorage: any provider, encrypted in rclone crypt's format (RcloneCrypt). Every path is
+// encrypted segment by segment and every file's content chunk by chunk; sizes follow from
+// sizes, so the engine's size comparisons and guards work unchanged. Issue 16's wrapper, not
+// yet offered by any profile.
+//
+// Uploads are encrypted into a private temporary file first (the providers upload from a
+// local file, S3 needs its hash before it sends); downloads land in one and are decrypted into
+// the caller's descriptor. Folders and links are never made on the remote (their names and
+// targets would be plain): the marker, itself encrypted, carries them.
+
+import BackupEngine
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public final class CryptStorage: RemoteStorage {
+    public let base: any RemoteStorage
+    public let crypt: RcloneCrypt
+    /// Where temporary encrypted copies are made (a private folder of the state).
+    public let scratch: String
+
+    public init(base: any RemoteStorage, crypt: RcloneCrypt, scratch: String) {
+        self.base = base
+        self.crypt = crypt
+        self.scratch = scratch
+    }
+
+    private func remotePath(_ path: String) throws -> String {
+        do {
+            return try crypt.encryptPath(path)
+        } catch {
+            throw CloudError(.transport, "\(path) cannot be written encrypted: \(error.message)")
+        }
+    }
+
+    /// A listed file decrypted; one that is not of these keys is left alone (listed under its
+    /// own spelling, as a file no request names).
+    private func plain(_ file: RemoteFile) -> RemoteFile {
+        guard !file.foreignSpelling, let path = try? crypt.decryptPath(file.path), let size = RcloneCrypt.plainSize(file.size) else {
+            return RemoteFile(path: file.path, size: max(file.size, 0), remoteId: file.remoteId, foreignSpelling: true)
+        }
+        return RemoteFile(path: path, size: size, remoteId: file.remoteId)
+    }
+
+    public func identityKey() async throws -> String? { try await base.identityKey().map { $0 + " encrypted" } }
+    public func ensureIdentityKey() async throws -> String? { try await base.ensureIdentityKey().map { $0 + " encrypted" } }
+
+    public func list() async throws -> RemoteFileList {
+        let listed = try await base.list()
+        var files = RemoteFileList()
+        files.reserveCapacity(listed.count)
+        for index in listed.indices {
+            let file = plain(listed[index])
+            // The versions folder's name is encrypted too: it is left out here, as providers do.
+            if !file.foreignSpelling, file.path.hasPrefix(VersionStore.folder + "/") { continue }
+            files.append(file)
+        }
+        return files
+    }
+
+    public func writeBytes(_ path: String, _ data: Data) async throws -> RemoteFile {
+        let encrypted: Data
+        do {
+            encrypted = try crypt.encrypt(data)
+        } catch {
+            throw CloudError(.transport, "\(path) cannot be encrypted: \(error.message)")
+        }
+        let file = try await base.writeBytes(try remotePath(path), encrypted)
+        return RemoteFile(path: path, size: Int64(data.count), remoteId: file.remoteId)
+    }
+
+    public func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile {
+        let (source, size, modified) = try openLocalSource(localPath)
+        defer { close(source) }
+        let (temporary, fd) = try makeTemporary()
+        defer {
+            close(fd)
+            unlink(temporary)
+        }
+        do {
+            _ = try crypt.encryptFile(from: source, to: fd)
+        } catch {
+            throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath) to encrypt it: \(error.message)")
+        }
+        // The copy carries the source's time, which a folder or WebDAV remote gives the file.
+        var times = [modified, modified]
+        _ = futimens(fd, &times)
+        let file = try await base.writeFile(try remotePath(path), from: temporary) { sent in
+            onBytes(min(size, max(0, sent - Int64(RcloneCrypt.headerSize)) * Int64(RcloneCrypt.chunkSize) / Int64(RcloneCrypt.chunkSize + RcloneCrypt.tagSize)))
+        }
+        return RemoteFile(path: path, size: size, remoteId: file.remoteId)
+    }
+
+    public func readBytes(_ path: String) async throws -> Data {
+        let data = try await base.readBytes(try remotePath(path))
+        do {
+            return try crypt.decrypt(data)
+        } catch {
+            throw CloudError(.transport, "\(path) does not decrypt: \(error.message)")
+        }
+    }
+
+    public func downloadFile(
+        _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws {
+        let (temporary, encrypted) = try makeTemporary()
+        defer {
+            close(encrypted)
+            unlink(temporary)
+        }
+        try await base.downloadFile(try remotePath(path), into: encrypted, expectedSize: expectedSize.map(RcloneCrypt.encryptedSize), onBytes: onBytes)
+        guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
+            throw localFileError(errno: errno, operation: "write", path: localCopyName(path))
+        }
+        do {
+            _ = try crypt.decryptFile(from: encrypted, to: fd)
+        } catch {
+            throw CloudError(.transport, "\(path) does not decrypt: \(error.message)")
+        }
+    }
+
+    public func delete(_ path: String) async throws { try await base.delete(try remotePath(path)) }
+    public func prefetch(_ paths: [String]) async { await base.prefetch(paths.compactMap { try? remotePath($0) }) }
+    public func flush() async throws { try await base.flush() }
+    public func isSameVersion(recorded: String, listed: RemoteFile) -> Bool { base.isSameVersion(recorded: recorded, listed: listed) }
+    public func sweepTemporaries() async throws -> Int { try await base.sweepTemporaries() }
+
+    public func applyMetadata(_ path: String, _ metadata: EntryMetadata) async throws -> RemoteFile? {
+        try await base.applyMetadata(try remotePath(path), metadata).map { RemoteFile(path: path, size: RcloneCrypt.plainSize($0.size) ?? 0, remoteId: $0.remoteId) }
+    }
+
+    // Folders and links stay in the (encrypted) marker: their names and targets are not written plain.
+    public func removeTreeEntries(_ entries: [TreeEntry]) async {}
+    public func makeTreeEntries(_ entries: [TreeEntry]) async -> [String] { [] }
+
+    public func keepVersion(_ path: String, as destination: String, size: Int64, copy: Bool) async throws -> Bool {
+        try await base.keepVersion(try remotePath(path), as: try remotePath(destination), size: RcloneCrypt.encryptedSize(size), copy: copy)
+    }
+
+    public func listNames(in folder: String) async throws -> [String] {
+        try await base.listNames(in: try remotePath(folder)).compactMap { try? crypt.decryptSegment($0) }
+    }
+
+    public func listFolder(_ folder: String) async throws -> RemoteFileList {
+        let listed = try await base.listFolder(try remotePath(folder))
+        var files = RemoteFileList()
+        for index in listed.indices {
+            let file = plain(listed[index])
+            if !file.foreignSpelling { files.append(file) }
+        }
+        return files
+    }
+
+    public func deleteFolder(_ folder: String) async throws { try await base.deleteFolder(try remotePath(folder)) }
+
+    /// A new private temporary file in `scratch`, open for reading and writing.
+    private func makeTemporary() throws -> (path: String, fd: Int32) {
+        for _ in 0..<8 {
+            let path = scratch + "/.backup-crypt." + String(UInt64.random(in: .min ... .max), radix: 16)
+            let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 { return (path, fd) }
+            if errno != EEXIST { throw localFileError(errno: errno, operation: "write", path: path) }
+        }
+        throw LocalFileError(path: scratch, message: "cannot make a temporary file in \(scratch)")
+    }
+}
