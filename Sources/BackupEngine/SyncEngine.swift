@@ -70,11 +70,16 @@ public final class SyncEngine: Sendable {
         _ snapshot: SyncSnapshot, onProgress: SyncProgress = { _, _ in }, onStage: SyncStageHandler = { _ in }
     ) async throws -> SyncOutcome {
         try await serial.withLock {
-            try await runSync(snapshot, onProgress: onProgress, onStage: onStage)
+            var keeper: VersionKeeper?
+            let outcome = try await runSync(snapshot, keeper: &keeper, onProgress: onProgress, onStage: onStage)
+            // Whatever ended the run, its report says what it kept as versions.
+            return outcome.with(versions: keeper?.summary)
         }
     }
 
-    private func runSync(_ snapshot: SyncSnapshot, onProgress: SyncProgress, onStage: SyncStageHandler) async throws -> SyncOutcome {
+    private func runSync(
+        _ snapshot: SyncSnapshot, keeper: inout VersionKeeper?, onProgress: SyncProgress, onStage: SyncStageHandler
+    ) async throws -> SyncOutcome {
         try Task.checkCancellation()
 
         var report = SyncReport()
@@ -136,10 +141,6 @@ public final class SyncEngine: Sendable {
         }
         // Versions: what this run replaces or deletes, and the marker it replaces, are kept in
         // a folder of its own, named before its first write.
-        var keeper: VersionKeeper?
-        // When the marker this run replaces was written, where it is this engine's own.
-        let previousCommit = plan.identityChange == .reset || plan.markerTakenOver || plan.markerMissing
-            ? nil : try state.meta(Self.markerCommittedKey).flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
         if versions != nil, total > 0, plan.remoteFiles > 0 || !plan.markerMissing {
             if let stop = try checkBeforeWrite(report) { return stop }
             do {
@@ -166,7 +167,6 @@ public final class SyncEngine: Sendable {
             if let stop = try await uploadPhase(
                 phase, of: snapshot, keeper: keeper, report: &report, done: &done, total: total, onProgress: onProgress)
             {
-                report.versions = keeper?.summary
                 return stop
             }
         }
@@ -227,13 +227,16 @@ public final class SyncEngine: Sendable {
         // gets back the empty folders the deletes pruned.
         if markerNeeded && (plan.markerMissing || plan.markerTakenOver || plan.markerStale || !report.uploaded.isEmpty
             || !report.deleted.isEmpty || keeper?.keptFiles == true) {
-            if let stop = try checkBeforeWrite(report) { report.versions = keeper?.summary; return stop }
+            if let stop = try checkBeforeWrite(report) { return stop }
             // A remote that keeps folders and links itself gets them before the marker that lists them.
             if !snapshot.tree.isEmpty { report.treeNotes = await storage.makeTreeEntries(snapshot.tree) }
             // The marker describes what the remote holds now: the state, which recorded every
             // upload as it landed (every upload in flight has finished by now). A marker that
             // cannot be made is the local side's failure: it is thrown.
             let markerBody = try snapshot.marker(HeldEntries(state: state, excluding: markerPath))
+            // When the marker this run replaces was written, where it is this engine's own (for the record).
+            let previousCommit = keeper == nil || plan.identityChange == .reset || plan.markerTakenOver || plan.markerMissing
+                ? nil : try state.meta(Self.markerCommittedKey).flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
             defer { if case .file(let path) = markerBody { _ = FileName.withCString(path) { unlink($0) } } }
             do {
                 // The marker being replaced is kept with the run's versions, so the tree before
@@ -265,7 +268,6 @@ public final class SyncEngine: Sendable {
             } catch let error as StateStoreError {
                 throw error
             } catch {
-                report.versions = keeper?.summary
                 return .failed(try cloudError(error), report)
             }
             done += 1
@@ -283,7 +285,6 @@ public final class SyncEngine: Sendable {
                 }
             }
         }
-        report.versions = keeper?.summary
 
         try state.setLastSync(Date())
         await prune(&report, keeper: keeper)
@@ -696,7 +697,8 @@ public final class SyncEngine: Sendable {
         let root = snapshot.localRoot
         /// A replace whose old file could not be kept first: skipped.
         struct NotKept: Error { let error: any Error }
-        /// The old file was moved away from its path before the upload failed.
+        /// The old file was no longer at its path (moved into the versions, or gone since the
+        /// listing) when the upload failed.
         struct MovedThenFailed: Error { let error: any Error }
         return try await withThrowingTaskGroup(of: (SyncEntry, Result<RemoteFile, any Error>).self) { group in
             var next = indices.startIndex

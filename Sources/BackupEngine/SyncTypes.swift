@@ -561,6 +561,25 @@ public enum SyncOutcome: Sendable, Equatable {
     case failed(CloudError, SyncReport)
 }
 
+extension SyncOutcome {
+    /// The same outcome, its report saying what the run kept as versions.
+    func with(versions: KeptVersions?) -> SyncOutcome {
+        switch self {
+        case .completed(var report):
+            report.versions = versions
+            return .completed(report)
+        case .held(let reason, var report):
+            report.versions = versions
+            return .held(reason: reason, report)
+        case .failed(let error, var report):
+            report.versions = versions
+            return .failed(error, report)
+        case .unavailable:
+            return self
+        }
+    }
+}
+
 /// The engine's progress: `done` of `total` steps (puts and deletes).
 public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int) -> Void
 

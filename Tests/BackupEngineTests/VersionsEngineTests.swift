@@ -88,6 +88,25 @@ final class VersionsEngineTests: XCTestCase {
         XCTAssertEqual(kept(f, VersionStore.runName(clock.date), "f5.txt"), "old 5")
     }
 
+    func testARunThatFailsAfterKeepingSaysWhatItKept() async throws {
+        let (f, clock) = try fixture()
+        let files = (0..<6).map { hashed("f\($0).txt", "old \($0)") }
+        _ = completed(try await f.engine.sync(snapshot(files)))
+        clock.advance(60)
+        // The first upload lands, the second fails: its old version was already kept.
+        f.storage.resetCalls()
+        f.storage.fail(.put, nth: 2, with: CloudError(.transport, "the server hung up"))
+        var next = files
+        next[0] = hashed("f0.txt", "new 0")
+        next[1] = hashed("f1.txt", "new 1")
+        let outcome = try await f.engine.sync(snapshot(next))
+        guard case .failed(_, let report) = outcome else { return XCTFail("expected a failed run, got \(outcome)") }
+        let run = VersionStore.runName(clock.date)
+        XCTAssertEqual(report.versions, KeptVersions(run: run, replaced: 2, deleted: 0, bytes: 10, marker: false))
+        XCTAssertEqual(kept(f, run, "f0.txt"), "old 0")
+        XCTAssertEqual(kept(f, run, "f1.txt"), "old 1")
+    }
+
     func testTwoRunsInOneSecondKeepTheirVersionsApart() async throws {
         let (f, _) = try fixture()
         _ = completed(try await f.engine.sync(snapshot([hashed("a.txt", "1")])))
