@@ -50,12 +50,7 @@ struct DirectoryWalker {
                 if code != 0 { throw SystemCallFailure(code: code, operation: "listing", path: diskPath) }
                 return
             }
-            // Names are bytes; FileName makes any of them a String, reversibly.
-            let name = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
-                tuple.withMemoryRebound(to: UInt8.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
-                    FileName.string(fromBytes: UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))))
-                }
-            }
+            let name = direntName(entry)
             guard name != ".", name != ".." else { continue }
             if skip(relative, name) { continue }
 
@@ -89,4 +84,23 @@ struct DirectoryWalker {
             }
         }
     }
+}
+
+/// A directory entry's name: names are bytes, and FileName makes any of them a String, reversibly.
+func direntName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+    withUnsafePointer(to: &entry.pointee.d_name) { tuple in
+        tuple.withMemoryRebound(to: UInt8.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
+            FileName.string(fromBytes: UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))))
+        }
+    }
+}
+
+/// The names in the open folder `dir`, but `.` and `..`, in directory order.
+func folderNames(_ dir: OpaquePointer) -> [String] {
+    var names: [String] = []
+    while let entry = readdir(dir) {
+        let name = direntName(entry)
+        if name != ".", name != ".." { names.append(name) }
+    }
+    return names
 }

@@ -396,17 +396,7 @@ public struct FolderStorage: RemoteStorage {
                 throw SystemCallFailure(code: code, operation: "listing", path: diskPath(parts))
             }
             defer { closedir(dir) }
-            var names: [String] = []
-            while let entry = readdir(dir) {
-                let name = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
-                    tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
-                        FileName.string(fromBytes: UnsafeBufferPointer(
-                            start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)))
-                    }
-                }
-                if name != ".", name != "..", !name.hasPrefix(Self.temporaryFilePrefix) { names.append(name) }
-            }
-            return names
+            return folderNames(dir).filter { !$0.hasPrefix(Self.temporaryFilePrefix) }
         }
     }
 
@@ -460,16 +450,7 @@ public struct FolderStorage: RemoteStorage {
             close(fd)
             throw SystemCallFailure(code: code, operation: "removing", path: displayPath)
         }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let child = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
-                tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) {
-                    FileName.string(fromBytes: UnsafeBufferPointer(
-                        start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)))
-                }
-            }
-            if child != ".", child != ".." { names.append(child) }
-        }
+        let names = folderNames(dir)
         let folderFD = dirfd(dir)
         defer { closedir(dir) }
         for child in names { try removeTree(child, in: folderFD, displayPath: displayPath + "/" + child) }
