@@ -296,10 +296,7 @@ extension BackupApp {
         let history = try await VersionHistory.read(storage)
         let tree: VersionHistory.AsOf
         do throws(VersionHistory.AsOfRefusal) {
-            tree = try await history.asOf(time) { run in
-                guard run.hasRecord, let bytes = try? await storage.readBytes(VersionStore.recordPath(run: run.name)) else { return nil }
-                return VersionRecord.decode(bytes)
-            }
+            tree = try await history.asOf(time) { await VersionHistory.record(of: $0, on: storage) }
         } catch .noVersions {
             throw AppError(.usage, "--as-of: \(remote) keeps no versions (keep_versions is 0, or no sync replaced or deleted "
                 + "anything yet): the only tree it holds is the current one; restore without --as-of")

@@ -45,14 +45,11 @@ extension BackupApp {
             // The records, a few at a time: one small read each.
             var records: [String: VersionRecord] = [:]
             try await withThrowingTaskGroup(of: (String, VersionRecord?).self) { group in
-                var pending = history.runs.filter(\.hasRecord).map(\.name)
+                var pending = history.runs.filter(\.hasRecord)
                 var running = 0
                 while true {
-                    while running < 8, let name = pending.popLast() {
-                        group.addTask {
-                            let bytes = try? await storage.readBytes(VersionStore.recordPath(run: name))
-                            return (name, bytes.flatMap(VersionRecord.decode))
-                        }
+                    while running < 8, let run = pending.popLast() {
+                        group.addTask { (run.name, await VersionHistory.record(of: run, on: storage)) }
                         running += 1
                     }
                     guard running > 0, let (name, record) = try await group.next() else { break }

@@ -63,6 +63,12 @@ public struct VersionHistory: Sendable {
         return history
     }
 
+    /// The record of `run` on `storage`, where it has one that parses.
+    public static func record(of run: Run, on storage: any RemoteStorage) async -> VersionRecord? {
+        guard run.hasRecord, let bytes = try? await storage.readBytes(VersionStore.recordPath(run: run.name)) else { return nil }
+        return VersionRecord.decode(bytes)
+    }
+
     /// Why no tree can be given for a time.
     public enum AsOfRefusal: Error, Sendable, Equatable {
         /// The remote keeps no versions at all.
