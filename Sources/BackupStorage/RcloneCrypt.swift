@@ -268,94 +268,122 @@ public struct RcloneCrypt: Sendable {
         }
     }
 
-    /// Encrypts what `source` holds from its offset 0 into `destination` (from its current
-    /// offset), chunk by chunk with two reused buffers; returns the encrypted bytes written.
-    /// `source` is read with `pread`, so a short read is retried, never taken for the end
-    /// unless the file ends.
-    public func encryptFile(from source: Int32, to destination: Int32) throws(CryptError) -> Int64 {
-        var (header, nonce) = Self.newHeader()
-        try Self.writeAll(destination, &header, count: header.count)
-        var written = Int64(header.count)
-        var plain = [UInt8](repeating: 0, count: Self.chunkSize)
-        var sealed = [UInt8](repeating: 0, count: Self.chunkSize + Self.tagSize)
-        var offset: Int64 = 0
-        while true {
-            let count = try Self.readChunk(source, into: &plain, at: offset)
-            if count == 0 { break }
-            var failure: CryptError?
-            plain.withUnsafeBytes { p in
-                sealed.withUnsafeMutableBytes { s in
-                    do throws(CryptError) {
-                        try seal(UnsafeRawBufferPointer(rebasing: p[0..<count]), nonce: &nonce, into: s)
-                    } catch {
-                        failure = error
-                    }
-                }
-            }
-            if let failure { throw failure }
-            try Self.writeAll(destination, &sealed, count: count + Self.tagSize)
-            written += Int64(count + Self.tagSize)
-            offset += Int64(count)
-            if count < Self.chunkSize { break }
-        }
-        return written
-    }
-
-    /// Decrypts what `source` holds from offset 0 into `destination`; returns the plain bytes.
-    public func decryptFile(from source: Int32, to destination: Int32) throws(CryptError) -> Int64 {
-        var header = [UInt8](repeating: 0, count: Self.headerSize)
-        guard try Self.readChunk(source, into: &header, at: 0) == Self.headerSize, Array(header[0..<Self.magic.count]) == Self.magic else {
-            throw CryptError(.notEncrypted, "not a file of rclone crypt's format (no RCLONE header)")
-        }
-        var nonce = Array(header[Self.magic.count...])
-        var sealed = [UInt8](repeating: 0, count: Self.chunkSize + Self.tagSize)
-        var plain = [UInt8](repeating: 0, count: Self.chunkSize)
-        var offset = Int64(Self.headerSize)
+    /// Seals the plain bytes `read` gives, chunk after chunk, handing each sealed chunk to
+    /// `write`. `read` fills the buffer it is given and returns how much it filled: less than
+    /// a chunk only at the end. Returns the sealed bytes (the header not counted).
+    private func sealChunks(
+        nonce: inout [UInt8], read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
+        write: (UnsafeRawBufferPointer) throws(CryptError) -> Void
+    ) throws(CryptError) -> Int64 {
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize + Self.tagSize, alignment: 16)
+        defer { plain.deallocate(); sealed.deallocate() }
         var total: Int64 = 0
         while true {
-            let count = try Self.readChunk(source, into: &sealed, at: offset)
+            let count = try read(plain)
             if count == 0 { break }
-            var failure: CryptError?
-            sealed.withUnsafeBytes { s in
-                plain.withUnsafeMutableBytes { p in
-                    do throws(CryptError) {
-                        try open(UnsafeRawBufferPointer(rebasing: s[0..<count]), nonce: &nonce, into: p)
-                    } catch {
-                        failure = error
-                    }
-                }
-            }
-            if let failure { throw failure }
-            try Self.writeAll(destination, &plain, count: count - Self.tagSize)
+            try seal(UnsafeRawBufferPointer(rebasing: plain[0..<count]), nonce: &nonce, into: sealed)
+            try write(UnsafeRawBufferPointer(rebasing: sealed[0..<(count + Self.tagSize)]))
+            total += Int64(count + Self.tagSize)
+            if count < Self.chunkSize { break }
+        }
+        return total
+    }
+
+    /// Opens the sealed chunks `read` gives (each a whole chunk but the last), handing the plain
+    /// bytes of each to `write`; returns the plain bytes.
+    private func openChunks(
+        nonce: inout [UInt8], read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
+        write: (UnsafeRawBufferPointer) throws(CryptError) -> Void
+    ) throws(CryptError) -> Int64 {
+        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize + Self.tagSize, alignment: 16)
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+        defer { sealed.deallocate(); plain.deallocate() }
+        var total: Int64 = 0
+        while true {
+            let count = try read(sealed)
+            if count == 0 { break }
+            try open(UnsafeRawBufferPointer(rebasing: sealed[0..<count]), nonce: &nonce, into: plain)
+            try write(UnsafeRawBufferPointer(rebasing: plain[0..<(count - Self.tagSize)]))
             total += Int64(count - Self.tagSize)
-            offset += Int64(count)
             if count < sealed.count { break }
         }
         return total
     }
 
+    /// The nonce of an encrypted file's header, or `.notEncrypted`.
+    private static func nonce(ofHeader header: some Collection<UInt8>) throws(CryptError) -> [UInt8] {
+        guard header.count >= headerSize, Array(header.prefix(magic.count)) == magic else {
+            throw CryptError(.notEncrypted, "not a file of rclone crypt's format (no RCLONE header)")
+        }
+        return Array(header.dropFirst(magic.count).prefix(nonceSize))
+    }
+
+    /// Encrypts what `source` holds from its offset 0 into `destination` (from its current
+    /// offset); returns the encrypted bytes written. `source` is read with `pread`, a short read
+    /// retried, never taken for the end unless the file ends.
+    public func encryptFile(from source: Int32, to destination: Int32) throws(CryptError) -> Int64 {
+        let (header, start) = Self.newHeader()
+        var nonce = start
+        var failure: CryptError?
+        header.withUnsafeBytes { bytes in
+            do throws(CryptError) { try Self.writeAll(destination, bytes) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        var offset: Int64 = 0
+        let sealed = try sealChunks(nonce: &nonce, read: { (buffer) throws(CryptError) in
+            let count = try Self.readFully(source, into: buffer, at: offset)
+            offset += Int64(count)
+            return count
+        }, write: { (bytes) throws(CryptError) in try Self.writeAll(destination, bytes) })
+        return Int64(header.count) + sealed
+    }
+
+    /// Decrypts what `source` holds from offset 0 into `destination`; returns the plain bytes.
+    public func decryptFile(from source: Int32, to destination: Int32) throws(CryptError) -> Int64 {
+        let header = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.headerSize, alignment: 16)
+        defer { header.deallocate() }
+        let got = try Self.readFully(source, into: header, at: 0)
+        var nonce = try Self.nonce(ofHeader: header.prefix(got))
+        var offset = Int64(Self.headerSize)
+        return try openChunks(nonce: &nonce, read: { (buffer) throws(CryptError) in
+            let count = try Self.readFully(source, into: buffer, at: offset)
+            offset += Int64(count)
+            return count
+        }, write: { (bytes) throws(CryptError) in try Self.writeAll(destination, bytes) })
+    }
+
     /// Fills `buffer` from `fd` at `offset` (fewer bytes only at the end of the file).
-    private static func readChunk(_ fd: Int32, into buffer: inout [UInt8], at offset: Int64) throws(CryptError) -> Int {
+    private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(CryptError) -> Int {
         var filled = 0
-        let capacity = buffer.count
-        while filled < capacity {
-            let got = buffer.withUnsafeMutableBytes { b in pread(fd, b.baseAddress?.advanced(by: filled), capacity - filled, off_t(offset) + off_t(filled)) }
+        while filled < buffer.count {
+            let got = pread(fd, buffer.baseAddress?.advanced(by: filled), buffer.count - filled, off_t(offset) + off_t(filled))
             if got < 0 && errno == EINTR { continue }
-            if got < 0 { throw CryptError(.system, "reading a file to encrypt failed: \(String(cString: strerror(errno)))") }
+            if got < 0 { throw CryptError(.system, "reading a file to encrypt or decrypt failed: \(String(cString: strerror(errno)))") }
             if got == 0 { break }
             filled += got
         }
         return filled
     }
 
-    private static func writeAll(_ fd: Int32, _ buffer: inout [UInt8], count: Int) throws(CryptError) {
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(CryptError) {
         var done = 0
-        while done < count {
-            let wrote = buffer.withUnsafeBytes { b in write(fd, b.baseAddress?.advanced(by: done), count - done) }
+        while done < bytes.count {
+            let wrote = write(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done)
             if wrote < 0 && errno == EINTR { continue }
-            if wrote <= 0 { throw CryptError(.system, "writing an encrypted file failed: \(String(cString: strerror(errno)))") }
+            if wrote <= 0 { throw CryptError(.system, "writing an encrypted or decrypted file failed: \(String(cString: strerror(errno)))") }
             done += wrote
         }
+    }
+
+    /// Copies from `bytes` at `offset` into `buffer`, as much as fits; advances `offset`.
+    private static func take(_ bytes: [UInt8], _ offset: inout Int, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count = min(buffer.count, bytes.count - offset)
+        if count > 0 {
+            bytes.withUnsafeBytes { all in buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: all[offset..<(offset + count)])) }
+        }
+        offset += count
+        return count
     }
 
     /// A whole plain file encrypted (tests, the marker); `nonce` for a fixed one.
@@ -363,53 +391,18 @@ public struct RcloneCrypt: Sendable {
         var nonce = given ?? Self.newHeader().nonce
         var out = Data(Self.magic + nonce)
         let bytes = [UInt8](plain)
-        var sealed = [UInt8](repeating: 0, count: Self.chunkSize + Self.tagSize)
         var offset = 0
-        while offset < bytes.count {
-            let end = min(offset + Self.chunkSize, bytes.count)
-            var failure: CryptError?
-            bytes.withUnsafeBytes { all in
-                sealed.withUnsafeMutableBytes { buffer in
-                    do throws(CryptError) {
-                        try seal(UnsafeRawBufferPointer(rebasing: all[offset..<end]), nonce: &nonce, into: buffer)
-                    } catch {
-                        failure = error
-                    }
-                }
-            }
-            if let failure { throw failure }
-            out.append(contentsOf: sealed[0..<(end - offset + Self.tagSize)])
-            offset = end
-        }
+        _ = try sealChunks(nonce: &nonce, read: { Self.take(bytes, &offset, into: $0) }, write: { out.append(contentsOf: $0) })
         return out
     }
 
     /// A whole encrypted file decrypted.
     public func decrypt(_ encrypted: Data) throws(CryptError) -> Data {
         let bytes = [UInt8](encrypted)
-        guard bytes.count >= Self.headerSize, Array(bytes[0..<Self.magic.count]) == Self.magic else {
-            throw CryptError(.notEncrypted, "not a file of rclone crypt's format (no RCLONE header)")
-        }
-        var nonce = Array(bytes[Self.magic.count..<Self.headerSize])
+        var nonce = try Self.nonce(ofHeader: bytes)
         var out = Data()
-        var plain = [UInt8](repeating: 0, count: Self.chunkSize)
         var offset = Self.headerSize
-        while offset < bytes.count {
-            let end = min(offset + Self.chunkSize + Self.tagSize, bytes.count)
-            var failure: CryptError?
-            bytes.withUnsafeBytes { all in
-                plain.withUnsafeMutableBytes { buffer in
-                    do throws(CryptError) {
-                        try open(UnsafeRawBufferPointer(rebasing: all[offset..<end]), nonce: &nonce, into: buffer)
-                    } catch {
-                        failure = error
-                    }
-                }
-            }
-            if let failure { throw failure }
-            out.append(contentsOf: plain[0..<(end - offset - Self.tagSize)])
-            offset = end
-        }
+        _ = try openChunks(nonce: &nonce, read: { Self.take(bytes, &offset, into: $0) }, write: { out.append(contentsOf: $0) })
         return out
     }
 }
