@@ -42,4 +42,29 @@ enum Words {
     static func explain(_ outcome: RestoreOutcome) -> String {
         Explanations.of(outcome).scripted
     }
+
+    /// A probe that found no backup to `job` ("restore", "verify"; `done` is its past,
+    /// "restored"): the result's fields, and the line for people.
+    static func noBackup(_ probe: ProbeOutcome, remote: String, job: String, done: String, into result: inout [String: Any]) -> String {
+        switch probe {
+        case .failed(let error):
+            (result["status"], result["error"], result["message"]) = ("failed", key(error.kind), error.message)
+            return "cannot look at the remote: \(error.message)"
+        case .damaged(let message):
+            (result["status"], result["error"], result["message"]) = ("failed", "damaged", message)
+            return "nothing was \(done): \(message)"
+        case .unavailable(let reason):
+            (result["status"], result["reason"]) = ("unavailable", key(reason))
+            return explain(reason, remote: remote)
+        case .none:
+            (result["status"], result["reason"]) = ("unavailable", "none")
+            return "the remote holds no files: there is nothing to \(job)"
+        case .notReady:
+            (result["status"], result["reason"]) = ("unavailable", "notReady")
+            return "the remote holds files but no readable marker: a sync may be running or was interrupted; run it to completion, then \(job)"
+        case .found:
+            result["status"] = "failed"
+            return "unexpected probe result"
+        }
+    }
 }

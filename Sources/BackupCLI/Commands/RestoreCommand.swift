@@ -87,33 +87,8 @@ enum RestoreCommand {
             result["reason"] = Words.key(outcome)
             lines = [Words.explain(outcome)]
         case .probe(let probe):
-            switch probe {
-            case .failed(let error):
-                result["status"] = "failed"
-                result["error"] = Words.key(error.kind)
-                result["message"] = error.message
-                lines = ["cannot look at the remote: \(error.message)"]
-            case .damaged(let message):
-                result["status"] = "failed"
-                result["error"] = "damaged"
-                result["message"] = message
-                lines = ["nothing was restored: \(message)"]
-            case .unavailable(let reason):
-                result["status"] = "unavailable"
-                result["reason"] = Words.key(reason)
-                lines = [Words.explain(reason, remote: command.value("remote") ?? profile?.remote ?? "")]
-            case .none:
-                result["status"] = "unavailable"
-                result["reason"] = "none"
-                lines = ["the remote holds no files: there is nothing to restore"]
-            case .notReady:
-                result["status"] = "unavailable"
-                result["reason"] = "notReady"
-                lines = ["the remote holds files but no readable marker: a sync may be running or was interrupted; run it to completion, then restore"]
-            case .found:
-                result["status"] = "failed"
-                lines = ["unexpected probe result"]
-            }
+            lines = [Words.noBackup(probe, remote: command.value("remote") ?? profile?.remote ?? "", job: "restore", done: "restored",
+                                    into: &result)]
         }
         if output.json { output.emit(result) } else { output.summary(lines: lines) }
         return summary.status

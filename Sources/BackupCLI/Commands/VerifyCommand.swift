@@ -23,25 +23,7 @@ enum VerifyCommand {
         if let profile { result["profile"] = profile.name }
         var lines: [String] = []
         if let probe = summary.probe {
-            switch probe {
-            case .failed(let error):
-                (result["status"], result["error"], result["message"]) = ("failed", Words.key(error.kind), error.message)
-                lines = ["cannot look at the remote: \(error.message)"]
-            case .damaged(let message):
-                (result["status"], result["error"], result["message"]) = ("failed", "damaged", message)
-                lines = ["the remote's data failed a check: \(message)"]
-            case .unavailable(let reason):
-                (result["status"], result["reason"]) = ("unavailable", Words.key(reason))
-                lines = [Words.explain(reason, remote: summary.remote)]
-            case .none:
-                (result["status"], result["reason"]) = ("unavailable", "none")
-                lines = ["the remote holds no files: there is no backup to verify"]
-            case .notReady:
-                (result["status"], result["reason"]) = ("unavailable", "notReady")
-                lines = ["the remote holds files but no readable marker: a sync may be running or was interrupted; run it to completion, then verify"]
-            case .found:
-                result["status"] = "failed"
-            }
+            lines = [Words.noBackup(probe, remote: summary.remote, job: "verify", done: "verified", into: &result)]
             if output.json { output.emit(result) } else { output.summary(lines: lines) }
             return summary.status
         }
