@@ -120,17 +120,7 @@ public struct Profile: Sendable, Equatable {
 
     /// The change guard (`max_change`); nil: off.
     public var changeGuard: ChangeGuard? {
-        Self.changeGuard(settings["max_change"] ?? Self.defaultMaxChange) ?? nil
-    }
-
-    /// `max_change` as written: `N%` (0 to 100; 100% never refuses) or `off`; nil when it is neither.
-    static func changeGuard(_ text: String) -> ChangeGuard?? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        if trimmed == "off" { return .some(nil) }
-        guard trimmed.hasSuffix("%"), let percent = Double(trimmed.dropLast()), percent.isFinite, (0...100).contains(percent) else {
-            return nil
-        }
-        return percent >= 100 ? .some(nil) : .some(ChangeGuard(maxReplaceFraction: percent / 100))
+        (try? ChangeGuard.parse(settings["max_change"] ?? Self.defaultMaxChange)) ?? nil
     }
     static let listKeys = ["exclude", "size_compared", "keep_remotely"]
     static let singleKeys = ["source", "remote", "writer"] + providerKeys
@@ -294,9 +284,12 @@ public struct Config: Sendable, Equatable {
                         throw error(number, "in [\(profile.name)]: \(refused.message)")
                     }
                 }
-                if key == "max_change", Profile.changeGuard(value) == nil {
-                    throw error(number, "key \"max_change\" in [\(profile.name)] must be a percentage from 0% to 100% "
-                        + "(the share of the files compared by content one run may replace) or off, found \"\(value)\"")
+                if key == "max_change" {
+                    do throws(ChangeGuardError) {
+                        _ = try ChangeGuard.parse(value)
+                    } catch let refused {
+                        throw error(number, "in [\(profile.name)]: \(refused.message)")
+                    }
                 }
                 profile.settings[key] = value
             default:

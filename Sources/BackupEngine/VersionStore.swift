@@ -206,6 +206,16 @@ public struct ChangeGuard: Sendable, Equatable {
         self.minHashCompared = minHashCompared
     }
 
+    /// `max_change` as written: `N%` (0 to 100; 100% never refuses) or `off`, both nil.
+    public static func parse(_ text: String) throws(ChangeGuardError) -> ChangeGuard? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed == "off" { return nil }
+        guard trimmed.hasSuffix("%"), let percent = Double(trimmed.dropLast()), percent.isFinite, (0...100).contains(percent) else {
+            throw ChangeGuardError(text: text)
+        }
+        return percent >= 100 ? nil : ChangeGuard(maxReplaceFraction: percent / 100)
+    }
+
     /// Whether replacing `replaced` of `known` exceeds the share (exact, as the shrink guard's).
     public func exceeded(replaced: Int, known: Int) -> Bool {
         known >= minHashCompared
@@ -280,4 +290,13 @@ final class VersionKeeper: Sendable {
 
     /// Whether any file was moved away from its path (the marker must then be written again).
     var keptFiles: Bool { kept.withLock { $0.files > 0 } }
+}
+
+/// A `max_change` value that is not one.
+public struct ChangeGuardError: Error, Sendable, Equatable {
+    public let text: String
+    public var message: String {
+        "max_change = \(String(reflecting: text)) is not a share: write a percentage from 0% to 100% "
+            + "(the share of the files compared by content one run may replace), or off"
+    }
 }
