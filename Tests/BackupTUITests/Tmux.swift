@@ -136,7 +136,10 @@ final class Tmux {
     }
 
     /// Polls the pane until `condition` holds on its text, up to `timeout` seconds; fails the
-    /// test with the last screen otherwise.
+    /// test with the last screen otherwise. A capture can come while curses is still writing a
+    /// frame's rows, so once the condition holds the screen is captured again until two captures
+    /// in a row agree (a frame written in full), for at most half a second: a screen that keeps
+    /// changing (a progress bar) is returned as last seen, the condition still holding.
     @discardableResult
     func wait(for what: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line,
               _ condition: (String) -> Bool) throws -> String {
@@ -144,11 +147,26 @@ final class Tmux {
         var last = ""
         while Date() < deadline {
             last = try screen()
-            if condition(last) { return last }
+            if condition(last) { return try settled(last, condition) }
             usleep(20_000)
         }
         XCTFail("timed out waiting for \(what); the screen was:\n\(last)", file: file, line: line)
         throw NSError(domain: "tmux", code: 2, userInfo: [NSLocalizedDescriptionKey: "timed out waiting for \(what)"])
+    }
+
+    /// `matched` once a capture after it is the same screen, or the last capture that still
+    /// meets `condition` after half a second of change.
+    private func settled(_ matched: String, _ condition: (String) -> Bool) throws -> String {
+        var previous = matched
+        let until = Date().addingTimeInterval(0.5)
+        while Date() < until {
+            usleep(15_000)
+            let next = try screen()
+            if next == previous { return next }
+            guard condition(next) else { return previous }
+            previous = next
+        }
+        return previous
     }
 
     /// The screen once it shows every one of `texts` (a capture can come while curses is still
