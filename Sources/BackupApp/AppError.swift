@@ -30,16 +30,20 @@ public struct AppError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The remote refused the credentials (the provider's AuthRevoked): a password typed in
     /// again may help.
     public let isAuthRefused: Bool
+    /// The kind of failure as JSON names it (`wrongPassphrase`, `encryptionMismatch`), where it
+    /// is more than its exit status says.
+    public let kind: String?
 
     public init(_ status: ExitStatus, _ message: String) {
         self.init(status, message, busyProfile: false)
     }
 
-    init(_ status: ExitStatus, _ message: String, busyProfile: Bool = false, authRefused: Bool = false) {
+    init(_ status: ExitStatus, _ message: String, busyProfile: Bool = false, authRefused: Bool = false, kind: String? = nil) {
         self.status = status
         self.message = message
         isBusyProfile = busyProfile
         isAuthRefused = authRefused
+        self.kind = kind
     }
 
     public var description: String { message }

@@ -14,6 +14,9 @@ public struct BackupApp: Sendable {
     public var environment: [String: String]
     /// Passwords typed into the interface for this process (shared by every copy of the app).
     public let typedPasswords = TypedPasswords()
+    /// How the front end asks for an encrypted remote's passphrase when neither the
+    /// environment nor the profile gives it (a terminal prompt); nil: it cannot ask.
+    public var askPassphrase: Encryption.Ask?
 
     public init(paths: AppPaths = AppPaths(), configPath: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.paths = paths
@@ -81,20 +84,6 @@ public struct BackupApp: Sendable {
     public func initProfile(_ profile: Profile, replace: Bool, creatingRemote: Bool) async throws(AppError) -> (profile: Profile, notes: [String]) {
         var (checked, config) = try checkedProfile(profile, replace: replace)
         var notes: [String] = []
-        if checked.groups.isEmpty, let adopted = await markerGroups(checked) {
-            switch adopted {
-            case .success(let groups) where !groups.isEmpty:
-                checked.groups = groups
-                notes.append("took the groups of the backup on \(checked.remote) from its marker: "
-                    + groups.map { $0.name + ($0.required ? " (required)" : "") }.joined(separator: ", ")
-                    + "; name others with --group")
-            case .success:
-                break
-            case .failure(let reason):
-                notes.append("the backup on \(checked.remote) has groups this profile could not take (\(reason)); "
-                    + "name them with --group, or its first sync writes a marker without them")
-            }
-        }
         if let created = try Self.createFolderRemote(checked.remote) { notes.append(created) }
         if creatingRemote, case .webdav? = try? RemoteURL.parse(checked.remote) {
             let remote = try openRemote(checked.remote, settings: checked.settings)
@@ -109,6 +98,43 @@ public struct BackupApp: Sendable {
                 notes.append("the remote folder was not created: \(reason); the first sync needs it to exist")
             }
         }
+        // An encrypted profile's remote is opened once, its passphrase asked (twice for a new
+        // backup) and checked against the key file, which a new backup gets now: a passphrase
+        // mistyped here is refused at the first sync instead of starting a second backup.
+        var opened: OpenedRemote?
+        if Encryption.isOn(checked.settings) {
+            let remote = try await openJobRemote(checked.remote, settings: checked.settings, readOnly: false, encrypted: true,
+                                                 lockedAllowed: true, confirmNew: true)
+            opened = remote
+            if remote.locked {
+                notes.append("no passphrase was given: the first sync asks for it (or set BACKUP_CRYPT_PASSWORD or crypt_password_command)")
+            } else if let crypt = remote.storage as? CryptStorage {
+                do {
+                    if try await crypt.writeKeyFileIfMissing() { notes.append("wrote the key file \(CryptStorage.keyFileName) to \(remote.displayURL)") }
+                } catch {
+                    notes.append("could not write the key file to \(remote.displayURL) (\(AppError.from(error).message)); the first sync writes it")
+                }
+            }
+            notes.append("this backup is encrypted: its passphrase is kept nowhere by backup, and a lost passphrase means a lost "
+                + "backup (nobody can decrypt it). Keep it where you keep your other passwords")
+        } else {
+            // A remote that holds an encrypted backup is refused for a profile that is not.
+            _ = try await openJobRemote(checked.remote, settings: checked.settings, readOnly: true, encrypted: false)
+        }
+        if checked.groups.isEmpty, let adopted = await markerGroups(checked, opened: opened) {
+            switch adopted {
+            case .success(let groups) where !groups.isEmpty:
+                checked.groups = groups
+                notes.append("took the groups of the backup on \(checked.remote) from its marker: "
+                    + groups.map { $0.name + ($0.required ? " (required)" : "") }.joined(separator: ", ")
+                    + "; name others with --group")
+            case .success:
+                break
+            case .failure(let reason):
+                notes.append("the backup on \(checked.remote) has groups this profile could not take (\(reason)); "
+                    + "name them with --group, or its first sync writes a marker without them")
+            }
+        }
         var saving = config
         try saving.save(checked)
         return (checked, notes)
@@ -118,8 +144,8 @@ public struct BackupApp: Sendable {
     /// order); nil when the remote holds no readable marker, or cannot be read now. Everything
     /// in a marker is untrusted: a group whose name or patterns a profile could not hold is a
     /// failure that says which.
-    func markerGroups(_ profile: Profile) async -> Result<[ProfileGroup], MarkerGroupsRefused>? {
-        guard let header = await markerHeader(profile) else { return nil }
+    func markerGroups(_ profile: Profile, opened: OpenedRemote? = nil) async -> Result<[ProfileGroup], MarkerGroupsRefused>? {
+        guard let header = await markerHeader(profile, opened: opened) else { return nil }
         var groups: [ProfileGroup] = []
         for group in header.groups.sorted(by: { $0.order < $1.order }) {
             let shown = TerminalText.visible(group.name)
@@ -141,9 +167,11 @@ public struct BackupApp: Sendable {
 
     /// The header (groups, writer) of the marker on `profile`'s remote, read by the probe; nil
     /// when the remote cannot be read now or holds no readable marker.
-    private func markerHeader(_ profile: Profile) async -> (groups: [MarkerGroup], writer: String?)? {
-        guard let remote = try? openRemote(profile.remote, settings: profile.settings, readOnly: true),
-              remote.availability == .available else { return nil }
+    private func markerHeader(_ profile: Profile, opened: OpenedRemote? = nil) async -> (groups: [MarkerGroup], writer: String?)? {
+        let open: OpenedRemote? = if let opened { opened } else {
+            try? await openJobRemote(profile.remote, settings: profile.settings, readOnly: true, encrypted: Encryption.isOn(profile.settings))
+        }
+        guard let remote = open, remote.availability == .available, !remote.locked else { return nil }
         guard case .found(let marker, _, let files) = await Probe(storage: remote.storage, availability: { .available }).run() else {
             return nil
         }
@@ -378,10 +406,23 @@ extension BackupApp {
         }
     }
 
-    /// The probe of a profile's remote.
-    public func probe(_ profile: Profile) async throws(AppError) -> ProbeOutcome {
-        let remote = try openRemote(profile.remote, settings: profile.settings)
+    /// What the probe of a profile's remote found, and whether the remote is encrypted.
+    public struct ProbeReport: Sendable {
+        public var outcome: ProbeOutcome
+        public var encrypted: Bool
+        /// Encrypted, and probed without the passphrase: `outcome` is what the plain names say
+        /// (`.found` with the key file as its marker and every listed file), nothing was decrypted.
+        public var locked: Bool
+    }
+
+    /// The probe of a profile's remote. An encrypted remote is probed without its passphrase
+    /// when none is given: its plain key file says a backup is there.
+    public func probe(_ profile: Profile) async throws(AppError) -> ProbeReport {
+        let remote = try await openJobRemote(profile.remote, settings: profile.settings, readOnly: true,
+                                             encrypted: Encryption.isOn(profile.settings), lockedAllowed: true)
         let availability = remote.availability
-        return await Probe(storage: remote.storage, availability: { availability }).run()
+        let probe = Probe(storage: remote.storage, markerPath: remote.locked ? CryptStorage.keyFileName : SyncEngine.defaultMarkerPath,
+                          availability: { availability })
+        return ProbeReport(outcome: await probe.run(), encrypted: remote.encrypted, locked: remote.locked)
     }
 }

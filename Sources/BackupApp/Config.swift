@@ -106,6 +106,7 @@ public struct Profile: Sendable, Equatable {
     /// The keys a profile may have (besides `group.NAME` and `group.NAME.required`).
     public static let providerKeys = [
         "user", "password_command", "ca_file", "transfers", "region", "endpoint", "path_style", "keep_versions", "max_change",
+        "encrypt", "crypt_password_command", "crypt_password2_command",
     ]
 
     /// `keep_versions` when it is not set.
@@ -276,6 +277,9 @@ public struct Config: Sendable, Equatable {
                 guard profile.settings[key] == nil else { throw error(number, "key \"\(key)\" is set twice in [\(profile.name)]") }
                 if key == "transfers", Int(value).map({ (1...64).contains($0) }) != true {
                     throw error(number, "key \"transfers\" in [\(profile.name)] must be a number from 1 to 64, found \"\(value)\"")
+                }
+                if key == "encrypt", Config.bool(value) == nil {
+                    throw error(number, "key \"encrypt\" in [\(profile.name)] must be yes or no, found \"\(value)\"")
                 }
                 if key == "keep_versions" {
                     do throws(VersionPolicyError) {

@@ -16,6 +16,10 @@ public struct OpenedRemote: Sendable {
     public var availability: Availability
     /// Why the remote is not available, when it is not.
     public var unavailableBecause: String?
+    /// The remote is encrypted (its storage a `CryptStorage`, unless `locked`).
+    public var encrypted = false
+    /// Encrypted, and opened without its passphrase (the probe): only its plain names are read.
+    public var locked = false
 }
 
 public enum Remotes {
@@ -55,8 +59,8 @@ public enum Remotes {
         if let typedPassword, !typedPassword.isEmpty {
             credentials.webdavPassword = typedPassword
         } else if credentials.webdavPassword == nil, let command = settings["password_command"] {
-            credentials.webdavPassword = try PasswordCommand.run(command)
-            credentials.reloadWebDAVPassword = { try PasswordCommand.run(command) }
+            credentials.webdavPassword = try PasswordCommand.run(command, key: "password_command")
+            credentials.reloadWebDAVPassword = { try PasswordCommand.run(command, key: "password_command") }
         }
         var options = ProviderOptions.fromEnvironment(environment)
         if let caFile = settings["ca_file"] { options.caFile = caFile }
@@ -118,10 +122,11 @@ struct NoAccountStorage: RemoteStorage {
     func delete(_ path: String) async throws { throw error }
 }
 
-/// The profile's `password_command`: run by /bin/sh, its first line of output is the password.
-/// The password goes nowhere else: not into argv, not into messages.
+/// A command of the profile (`password_command`, `crypt_password_command`): run by /bin/sh, its
+/// first line of output is the secret. The secret goes nowhere else: not into argv, not into
+/// messages.
 enum PasswordCommand {
-    static func run(_ command: String) throws(AppError) -> String {
+    static func run(_ command: String, key: String) throws(AppError) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", command]
@@ -131,15 +136,15 @@ enum PasswordCommand {
         do {
             try process.run()
         } catch {
-            throw .failure("cannot run the profile's password_command: \(error.localizedDescription)")
+            throw .failure("cannot run the profile's \(key): \(error.localizedDescription)")
         }
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw .failure("the profile's password_command exited with status \(process.terminationStatus); run it yourself to see why")
+            throw .failure("the profile's \(key) exited with status \(process.terminationStatus); run it yourself to see why")
         }
         let password = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        guard !password.isEmpty else { throw .failure("the profile's password_command printed nothing") }
+        guard !password.isEmpty else { throw .failure("the profile's \(key) printed nothing") }
         return password
     }
 }

@@ -103,7 +103,8 @@ extension BackupApp {
         let lock = try ProfileLock(path: lockPath, profile: profile?.name ?? requested ?? remoteURL)
         defer { lock.release() }
 
-        let remote = try openRemote(remoteURL, settings: profile?.settings ?? [:], readOnly: true)
+        let remote = try await openJobRemote(remoteURL, settings: profile?.settings ?? [:], readOnly: true,
+                                             encrypted: Encryption.of(profile, url: remoteURL))
         let meter = TransferMeter()
         let storage = meter.observing(remote.storage)
         let availability = remote.availability

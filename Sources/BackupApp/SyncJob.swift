@@ -111,7 +111,7 @@ extension BackupApp {
     private func runSync(_ profile: Profile, _ request: SyncRequest, events: @escaping JobEvents) async throws(AppError) -> SyncSummary {
         let lock = request.dryRun ? nil : try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name)
         defer { lock?.release() }
-        let remote = try openRemote(profile.remote, settings: profile.settings)
+        let remote = try await openJobRemote(profile.remote, settings: profile.settings, readOnly: false, encrypted: Encryption.isOn(profile.settings))
         let state = try openState(profile)
         let patterns = try Self.compilePatterns(profile)
         var profile = profile

@@ -87,7 +87,7 @@ extension BackupApp {
         var lock: ProfileLock?
         if let profile { lock = try ProfileLock(path: paths.lockFile(profile: profile.name), profile: profile.name) }
         defer { lock?.release() }
-        let remote = try openRemote(url, settings: profile?.settings ?? [:], readOnly: true)
+        let remote = try await openJobRemote(url, settings: profile?.settings ?? [:], readOnly: true, encrypted: Encryption.of(profile, url: url))
         let meter = TransferMeter()
         let storage = meter.observing(remote.storage)
         let availability = remote.availability

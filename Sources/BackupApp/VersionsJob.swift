@@ -35,7 +35,7 @@ extension BackupApp {
             throw .usage("\(TerminalText.visible(path)) is not a path in the backup: give it as the backup names it "
                 + "(relative to its top, like docs/taxes/2025.pdf), without \".\", \"..\" or empty parts")
         }
-        let remote = try openRemote(url, settings: profile?.settings ?? [:], readOnly: true)
+        let remote = try await openJobRemote(url, settings: profile?.settings ?? [:], readOnly: true, encrypted: Encryption.of(profile, url: url))
         if remote.availability == .noAccount {
             throw AppError(.unavailable, Explanations.of(.noAccount, remote: remote.displayURL).scripted)
         }

@@ -5,6 +5,9 @@
 import BackupApp
 import Dispatch
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 public enum BackupCLI {
     /// Runs the command line `arguments` (program name first) and returns the exit code.
@@ -35,8 +38,11 @@ public enum BackupCLI {
                 output.document(Help.text(for: command.path))
                 return .success
             }
-            let app = BackupApp(configPath: command.value("config"))
+            var app = BackupApp(configPath: command.value("config"))
             if let status = await TUIBridge.run(command, app: app) { return status }
+            // A passphrase neither the environment nor the profile gives is asked on the
+            // terminal, when there is one (never in a script without one).
+            if isatty(STDIN_FILENO) == 1 { app.askPassphrase = PassphrasePrompt.ask }
             guard let name = command.path.first else {
                 FileHandle.standardError.write(Data(Help.text(for: []).utf8))
                 return .usage
@@ -86,7 +92,7 @@ public enum BackupCLI {
                 switch failure.status {
                 case .interrupted: result["status"] = "interrupted"
                 case .unavailable: (result["status"], result["reason"]) = ("unavailable", "busy")
-                case .usage: (result["status"], result["error"]) = ("failed", "usage")
+                case .usage: (result["status"], result["error"]) = ("failed", failure.kind ?? "usage")
                 default: (result["status"], result["error"]) = ("failed", "local")
                 }
                 output.emit(result)

@@ -127,6 +127,7 @@ public enum CommandTree {
                     OptionSpec("remote", .remote("URL"), required: true, help: "Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix."),
                     OptionSpec("group", .text("NAME=PATTERN[,required]"), repeatable: true, help: "A restore group: files matching PATTERN; required groups are restored first. Repeat for more patterns or groups."),
                     OptionSpec("exclude", .text("PATTERN"), repeatable: true, help: "A gitignore-style pattern of paths never backed up."),
+                    OptionSpec("encrypt", help: "Encrypt the backup in rclone crypt's format (encrypt = yes): every file's name and content, the marker and the versions. The passphrase comes from BACKUP_CRYPT_PASSWORD, the profile's crypt_password_command, or a prompt on a terminal (asked twice); it is written nowhere, and a lost passphrase means a lost backup."),
                     OptionSpec("force", help: "Replace an existing profile of the same name."),
                 ]),
             CommandSpec(
@@ -146,7 +147,7 @@ public enum CommandTree {
                 options: [json]),
             CommandSpec(
                 "probe", summary: "look at the remote without writing",
-                discussion: "Reports the probe's outcome: unavailable, failed, none (an empty remote), notReady (files but no readable marker) or found.",
+                discussion: "Reports the probe's outcome: unavailable, failed, none (an empty remote), notReady (files but no readable marker) or found. An encrypted remote is probed without its passphrase when none is given: its plain key file says \"found, encrypted\".",
                 options: [json]),
             CommandSpec(
                 "restore", summary: "restore a backup, group by group",

@@ -1,7 +1,13 @@
 // CryptStorage: any provider, encrypted in rclone crypt's format (RcloneCrypt). Every path is
 // encrypted segment by segment and every file's content chunk by chunk; sizes follow from
-// sizes, so the engine's size comparisons and guards work unchanged. Issue 16's wrapper, not
-// yet offered by any profile.
+// sizes, so the engine's size comparisons and guards work unchanged.
+//
+// Three names stay plain at the remote's root, so that identity, the probe and the listing
+// work without the passphrase: the folder remote's volume id (the base provider's own), the
+// key file `.backup-encrypted` (a short text sealed under the keys: a wrong passphrase fails to
+// open it before anything is written), and the versions folder `.backup-versions`, whose
+// contents are encrypted below it (rclone reads them with a crypt remote rooted there). rclone
+// skips the three as names it cannot decrypt.
 //
 // Uploads are encrypted into a private temporary file first (the providers upload from a
 // local file, S3 needs its hash before it sends); downloads land in one and are decrypted into
@@ -10,6 +16,7 @@
 
 import BackupEngine
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,6 +26,8 @@ public final class CryptStorage: RemoteStorage {
     public let crypt: RcloneCrypt
     /// Where temporary encrypted copies are made (a private folder of the state).
     public let scratch: String
+    /// The key file was read and opened (it is never removed by the tool).
+    private let keyFileSeen = Mutex(false)
 
     public init(base: any RemoteStorage, crypt: RcloneCrypt, scratch: String) {
         self.base = base
@@ -26,35 +35,100 @@ public final class CryptStorage: RemoteStorage {
         self.scratch = scratch
     }
 
+    /// The plain file at the root that says the remote is encrypted and checks the passphrase.
+    public static let keyFileName = ".backup-encrypted"
+    /// What the key file holds, sealed.
+    static let keyCheckText = Data("backup: a remote encrypted in rclone crypt's format (standard names)\n".utf8)
+
+    /// The encrypted form of `path`; a path in the versions folder keeps that folder's name
+    /// plain. A name too long encrypted is the local file's failure (it cannot be backed up
+    /// here), so a sync reports it by name and goes on with the others.
     private func remotePath(_ path: String) throws -> String {
+        let versions = VersionStore.folder + "/"
         do {
+            if path == VersionStore.folder { return path }
+            if path.hasPrefix(versions) { return versions + (try crypt.encryptPath(String(path.dropFirst(versions.count)))) }
             return try crypt.encryptPath(path)
+        } catch where error.kind == .nameTooLong {
+            throw LocalFileError(path: path, message: "\(path): \(error.message); rename it to back it up on this encrypted remote")
         } catch {
             throw CloudError(.transport, "\(path) cannot be written encrypted: \(error.message)")
         }
     }
 
+    /// A remote path decrypted (the versions folder's own name is plain), or nil.
+    private func plainPath(_ path: String) -> String? {
+        let versions = VersionStore.folder + "/"
+        if path.hasPrefix(versions) { return (try? crypt.decryptPath(String(path.dropFirst(versions.count)))).map { versions + $0 } }
+        return try? crypt.decryptPath(path)
+    }
+
     /// A listed file decrypted; one that is not of these keys is left alone (listed under its
     /// own spelling, as a file no request names).
     private func plain(_ file: RemoteFile) -> RemoteFile {
-        guard !file.foreignSpelling, let path = try? crypt.decryptPath(file.path), let size = RcloneCrypt.plainSize(file.size) else {
+        guard !file.foreignSpelling, let path = plainPath(file.path), let size = RcloneCrypt.plainSize(file.size) else {
             return RemoteFile(path: file.path, size: max(file.size, 0), remoteId: file.remoteId, foreignSpelling: true)
         }
         return RemoteFile(path: path, size: size, remoteId: file.remoteId)
     }
 
-    public func identityKey() async throws -> String? { try await base.identityKey().map { $0 + " encrypted" } }
-    public func ensureIdentityKey() async throws -> String? { try await base.ensureIdentityKey().map { $0 + " encrypted" } }
+    /// The base's identity, marked encrypted; nil while the key file is not written (so the
+    /// engine calls `ensureIdentityKey()` before its first write, which writes it).
+    public func identityKey() async throws -> String? {
+        guard try await readKeyFile() else { return nil }
+        return try await base.identityKey().map { $0 + " encrypted" }
+    }
+
+    public func ensureIdentityKey() async throws -> String? {
+        _ = try await writeKeyFileIfMissing()
+        return try await base.ensureIdentityKey().map { $0 + " encrypted" }
+    }
+
+    /// Writes the key file unless the remote holds it (and it opens); whether it wrote it.
+    public func writeKeyFileIfMissing() async throws -> Bool {
+        if try await readKeyFile() { return false }
+        let sealed: Data
+        do {
+            sealed = try crypt.encrypt(Self.keyCheckText)
+        } catch {
+            throw CloudError(.transport, "the key file cannot be sealed: \(error.message)")
+        }
+        _ = try await base.writeBytes(Self.keyFileName, sealed)
+        keyFileSeen.withLock { $0 = true }
+        return true
+    }
+
+    /// Whether the remote holds the key file, and it opens under these keys. Throws
+    /// `CryptError(.wrongKeyOrDamaged)` when it does not open: a wrong passphrase (or
+    /// a second passphrase that differs).
+    public func readKeyFile() async throws -> Bool {
+        if keyFileSeen.withLock({ $0 }) { return true }
+        let sealed: Data
+        do {
+            sealed = try await base.readBytes(Self.keyFileName)
+        } catch let error as CloudError where error.kind == .notFound {
+            return false
+        }
+        let opened: Data
+        do {
+            opened = try crypt.decrypt(sealed)
+        } catch {
+            throw CryptError(.wrongKeyOrDamaged, "the passphrase does not open this remote's key file \(Self.keyFileName)")
+        }
+        guard opened == Self.keyCheckText else {
+            throw CryptError(.wrongKeyOrDamaged, "the key file \(Self.keyFileName) opens but does not hold what backup writes: it is damaged")
+        }
+        keyFileSeen.withLock { $0 = true }
+        return true
+    }
 
     public func list() async throws -> RemoteFileList {
         let listed = try await base.list()
         var files = RemoteFileList()
         files.reserveCapacity(listed.count)
         for index in listed.indices {
-            let file = plain(listed[index])
-            // The versions folder's name is encrypted too: it is left out here, as providers do.
-            if !file.foreignSpelling, file.path.hasPrefix(VersionStore.folder + "/") { continue }
-            files.append(file)
+            if !listed.foreignSpelling(at: index), listed.comparePath(at: index, with: Self.keyFileName) == 0 { continue }
+            files.append(plain(listed[index]))
         }
         return files
     }

@@ -19,6 +19,7 @@ enum InitCommand {
         var profile = Profile(name: profileName, source: source, remote: remote)
         profile.excludes = command.all("exclude")
         profile.groups = try ProfileGroup.parse(specs: command.all("group"), label: "--group")
+        if command.flag("encrypt") { profile.settings["encrypt"] = "yes" }
         let (saved, notes) = try await app.initProfile(profile, replace: command.flag("force"), creatingRemote: true)
         output.summary(lines: notes + [
             "profile \"\(saved.name)\" written to \(app.configPath): \(saved.source) → \(saved.remote)",

@@ -7,8 +7,9 @@ import Foundation
 
 enum ProbeCommand {
     static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile, output: Output) async throws(AppError) -> ExitStatus {
-        let outcome = try await app.probe(profile)
-        var result: [String: Any] = ["event": "result", "profile": profile.name]
+        let report = try await app.probe(profile)
+        let outcome = report.outcome
+        var result: [String: Any] = ["event": "result", "profile": profile.name, "encrypted": report.encrypted]
         let text: String
         let status: ExitStatus
         switch outcome {
@@ -32,6 +33,13 @@ enum ProbeCommand {
             (result["status"], result["probe"]) = ("completed", "notReady")
             text = "notReady: the remote holds files but no readable marker"
             status = .success
+        case .found(_, _, let files) where report.locked:
+            // Only the plain names were read: the key file says an encrypted backup is there.
+            (result["status"], result["probe"], result["locked"]) = ("completed", "found", true)
+            result["remote_files"] = files.count - 1
+            text = "found, encrypted: \(files.count - 1) encrypted files; give the passphrase (BACKUP_CRYPT_PASSWORD or "
+                + "crypt_password_command) to read its marker"
+            status = .success
         case .found(let marker, let source, let files):
             (result["status"], result["probe"]) = ("completed", "found")
             let groups = (try? Marker.header(marker, maxContentSize: Marker.contentLimit(listedFiles: files.count, markerSize: marker.count)).groups) ?? []
@@ -40,7 +48,7 @@ enum ProbeCommand {
             result["bytes"] = bytes
             result["groups"] = groups.map { ["name": $0.name, "required": $0.required] }
             result["fingerprint"] = source.markerFingerprint
-            text = "found: \(files.count - 1) files (\(Output.bytes(bytes))), groups: "
+            text = "found\(report.encrypted ? ", encrypted" : ""): \(files.count - 1) files (\(Output.bytes(bytes))), groups: "
                 + (groups.isEmpty ? "none" : groups.map { $0.name + ($0.required ? " (required)" : "") }.joined(separator: ", "))
             status = .success
         }
