@@ -68,7 +68,8 @@ public struct SyncSummary: Sendable {
     /// The exit status this outcome stands for.
     public var status: ExitStatus {
         switch result {
-        case .ran(.completed), .previewed(.wouldRun): .success
+        case .ran(.completed(let report)): report.filesLeftBehind > 0 ? .failure : .success
+        case .previewed(.wouldRun): .success
         case .ran(.unavailable), .ran(.held), .previewed(.unavailable): .unavailable
         case .ran(.failed), .previewed(.failed): .failure
         }

@@ -734,7 +734,7 @@ enum Manual {
             ("Cm conflict", "A group was not placed because it would replace local files that differ: `group` and `paths`."),
             ("Cm error", "One file of a restore failed this attempt: `path`, `message`, and `error`: `hashMismatch` or `sizeMismatch` (the remote's data failed a check, exit status 5), `refusedPath` (its path may not be restored), `local`, or a kind under DIAGNOSTICS."),
             ("Cm status", "The answer of `backup status`: `profile`, `source`, `remote`, `remote_files` and `remote_bytes` (what the state records), `local_files`, `local_folders`, `local_symlinks` (null when the source cannot be read: then `would` is `failed`, `error` is `local` and `message` says why), `last_sync` (ISO 8601, or null), `last_outcome` (how the last sync that ran ended, whoever ran it: an object with `status` — `completed`, `unavailable`, `failed` or `stopped` —, `at` and `message`; or null), `hold` (its reason, or null), and what a sync would do now: `would_upload` and `would_delete`, or `would` (the reason it would not run, or `failed` with `error`)."),
-            ("Cm result", "The outcome: `status` is `completed`, `partial` (a restore with files pending or a group not placed), `unavailable` (with `reason`) or `failed` (with `error` and `message`)."),
+            ("Cm result", "The outcome: `status` is `completed`, `partial` (a restore with files pending or a group not placed; a sync that left files behind, exit status 1), `unavailable` (with `reason`) or `failed` (with `error` and `message`)."),
         ], width: "conflict")
         page.text("The other keys of `result`, by command:")
         page.tagList([
@@ -812,7 +812,7 @@ enum Manual {
     static func meaning(_ status: ExitStatus) -> String {
         switch status {
         case .success: "Completed."
-        case .failure: "Failed: the remote or this machine failed (see DIAGNOSTICS). What finished is recorded, and the next run continues from there."
+        case .failure: "Failed: the remote or this machine failed (see DIAGNOSTICS), or a sync finished but left files behind (a file it could not read, a name the remote cannot hold, a delete or a version that failed: each named). What finished is recorded, and the next run continues from there."
         case .usage: "A usage or config error: a wrong option, a mistake in the config file, an unknown profile. Nothing was touched."
         case .unavailable: "Unavailable: missing credentials, consent not given, a guard, the hold, a backup changed under a resumed restore, or another run using the profile. Nothing was written."
         case .incomplete: "The restore is incomplete: files are pending or a group was not placed. Run `backup restore --resume`."

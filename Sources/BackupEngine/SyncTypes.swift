@@ -525,6 +525,10 @@ public struct SyncReport: Sendable, Equatable {
     public var fileBytes: Int64 { uploadedBytes - markerBytes }
     /// How many files were uploaded, the marker left out (it is the tool's own).
     public var fileCount: Int { uploaded.count - (markerUploaded ? 1 : 0) }
+    /// Files this run left as they were on the remote although the source changed them: not
+    /// uploaded (unreadable, or a name the remote cannot hold), not deleted, not replaced.
+    /// Each is retried by the next run; until then the backup is behind the source.
+    public var filesLeftBehind: Int { sourceFailures.count + deleteFailures.count + keepFailures.count }
     /// Paths deleted from the remote.
     public var deleted: [String] = []
     /// Deletes that failed and will be retried next run.

@@ -19,7 +19,8 @@ enum SyncCommand {
         case .ran(.completed(let report)):
             // Files only: the marker is the tool's own and is reported on its own.
             let files = report.fileCount
-            result["status"] = "completed"
+            // Files left behind (each named below) make it partial: exit status 1.
+            result["status"] = report.filesLeftBehind > 0 ? "partial" : "completed"
             result["uploaded"] = files
             result["marker_uploaded"] = report.markerUploaded
             result["deleted"] = report.deleted.count
