@@ -14,7 +14,7 @@ _backup_subcommands() {
 _backup_options() {
     case $1 in
         '') echo '--profile --config --help --version' ;;
-        'init') echo '--source --remote --group --exclude --force --profile --config --help --version' ;;
+        'init') echo '--source --remote --group --exclude --encrypt --force --profile --config --help --version' ;;
         'sync') echo '--yes --allow-shrink --allow-change --allow-missing-remote --take-over --dry-run --json --no-tui --profile --config --help --version' ;;
         'status') echo '--json --profile --config --help --version' ;;
         'probe') echo '--json --profile --config --help --version' ;;

@@ -102,6 +102,7 @@ complete -c backup -n '__backup_at "init"' -l source -x -a '(__fish_complete_dir
 complete -c backup -n '__backup_at "init"' -l remote -x -a '(__fish_complete_directories)' -d 'Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix'
 complete -c backup -n '__backup_at "init"' -l group -x -d 'A restore group: files matching PATTERN; required groups are restored first'
 complete -c backup -n '__backup_at "init"' -l exclude -x -d 'A gitignore-style pattern of paths never backed up'
+complete -c backup -n '__backup_at "init"' -l encrypt -d 'Encrypt the backup in rclone crypt\'s format (encrypt = yes): every file\'s name and content, the marker and the versions'
 complete -c backup -n '__backup_at "init"' -l force -d 'Replace an existing profile of the same name'
 complete -c backup -n '__backup_at "sync"' -l yes -d 'Consent to the first write to this remote'
 complete -c backup -n '__backup_at "sync"' -l allow-shrink -d 'Lift the shrink guard for this run: allow deleting more than half of the backup'

@@ -243,6 +243,7 @@ enum Manual {
         restore(&page)
         kept(&page)
         versions(&page)
+        encryption(&page)
         security(&page)
         json(&page)
         environment(&page)
@@ -465,6 +466,9 @@ enum Manual {
         "endpoint": "S3: the endpoint URL of S3-compatible storage (default: `AWS_ENDPOINT_URL`, else AWS itself).",
         "path_style": "S3: `yes` for path-style addressing (endpoint/bucket/key) rather than bucket.endpoint/key; by default path style is used for a custom endpoint or a bucket name DNS cannot carry.",
         "keep_versions": "How long the old contents of replaced and deleted files are kept on the remote, in `.backup-versions` (see VERSIONS): a number of hours, days or weeks (`12h`, `30d`, `8w`; default `30d`), or `0` to keep none (versions already kept then stay until you remove them).",
+        "encrypt": "`yes` to encrypt the backup in rclone crypt's format (set by `init --encrypt`; see ENCRYPTED REMOTES). It is part of the backup's identity: a remote that holds a backup is never switched between encrypted and plain.",
+        "crypt_password_command": "An encrypted profile: a command run by /bin/sh whose first line of output is the passphrase, used when `BACKUP_CRYPT_PASSWORD` is not set.",
+        "crypt_password2_command": "An encrypted profile: the same for the second passphrase (rclone's `password2`, the salt), used when `BACKUP_CRYPT_PASSWORD2` is not set. Leave both unset for rclone's default salt.",
         "max_change": "The change guard: the largest share of the files compared by content that one sync may replace, once at least 20 are known (default `50%`); `100%` or `off` turns the guard off. See GUARANTEES AND GUARDS.",
     ]
 
@@ -633,6 +637,56 @@ enum Manual {
             """)
     }
 
+    static func encryption(_ page: inout Mdoc) {
+        page.macro("Sh ENCRYPTED REMOTES")
+        page.paragraphs("""
+            A remote you do not control (a WebDAV host, an S3 bucket) can hold the backup encrypted, file by \
+            file, in the format of rclone's crypt remote: `backup init --encrypt` sets `encrypt = yes`. The \
+            backup stays a mirror (one encrypted file per file, in the same folders), and rclone alone can \
+            read it, so the backup never depends on this tool. Encrypted: every file's name (each folder and \
+            file name, with rclone's `standard` name encryption: EME over AES-256, base32hex) and content \
+            (64 KiB chunks of XSalsa20-Poly1305), the marker (with the groups, the modes, times and links) \
+            and the versions. Plain, at the remote's root: the key file `.backup-encrypted` (a short text \
+            sealed under the keys), a folder remote's volume id, and the name of the versions folder \
+            `.backup-versions` (what is in it is encrypted). Sizes are not hidden: an encrypted file is 32 \
+            bytes plus 16 a chunk larger than its plain one.
+
+            The passphrase comes from `BACKUP_CRYPT_PASSWORD`, else the profile's `crypt_password_command`, \
+            else a prompt on the terminal (asked twice by `init`); an optional second passphrase (rclone's \
+            `password2`, used as the salt) from `BACKUP_CRYPT_PASSWORD2` or `crypt_password2_command`. \
+            Neither is written to the config, the state, a log or the JSON output. The keys come from them by \
+            scrypt, so there is nothing else to keep: but a lost passphrase means a lost backup, since nobody \
+            can decrypt it without.
+
+            Every job checks the passphrase against the key file before it reads or writes anything: a wrong \
+            one ends it with `wrongPassphrase` (exit status 2), and no passphrase at all (in a script) with \
+            `missingPassphrase` (exit status 2). `backup probe` works without one, and says `found, \
+            encrypted`. An encrypted profile is refused on a remote that holds a plain backup, and a plain \
+            profile on a remote that holds an encrypted one (`encryptionMismatch`, exit status 2): start an \
+            encrypted backup on a new, empty remote. `restore --remote` without a profile sees from the key \
+            file that the remote is encrypted and asks for the passphrase. A name whose encrypted form would \
+            be over 255 bytes (a name of about 143 bytes or more) cannot be stored: the sync backs up \
+            everything else, names the file and ends with exit status 1.
+
+            To read a backup with rclone alone, without this tool:
+            """)
+        page.literal("""
+            # 1. Your passphrase in rclone's obscured form:
+            $ rclone obscure 'your passphrase'
+            # 2. A crypt remote over the backup's storage (here a
+            #    folder remote; for WebDAV or S3, name the storage
+            #    with `rclone config` and use it as remote=NAME:PATH):
+            $ C=':crypt,remote=/mnt/backup/alice,password=OBSCURED:'
+            $ rclone copy "$C" ~/restored --exclude '.backup*'
+            # 3. Check every file against your own copy:
+            $ rclone cryptcheck ~/Documents "$C" --exclude '.backup*'
+            # 4. The kept versions, with a crypt remote rooted there:
+            $ V=':crypt,remote=/mnt/backup/alice/.backup-versions,'
+            $ rclone copy "${V}password=OBSCURED:" ~/versions
+            """)
+        page.text("Set `filename_encryption = standard` and `directory_name_encryption = true` (rclone's defaults), and `password2` to the obscured second passphrase if the backup has one. rclone skips the three plain names with a notice; `.backup-marker` comes out as a file of its own (the marker), which a copy may leave out with `--exclude '.backup*'`. Modes, times and links are in the marker, not in the files: rclone gives the files back with their contents, and `backup restore` gives them back with their metadata.")
+    }
+
     static func versions(_ page: inout Mdoc) {
         page.macro("Sh VERSIONS")
         page.paragraphs("""
@@ -734,13 +788,13 @@ enum Manual {
             ("Cm conflict", "A group was not placed because it would replace local files that differ: `group` and `paths`."),
             ("Cm error", "One file of a restore failed this attempt: `path`, `message`, and `error`: `hashMismatch` or `sizeMismatch` (the remote's data failed a check, exit status 5), `refusedPath` (its path may not be restored), `local`, or a kind under DIAGNOSTICS."),
             ("Cm status", "The answer of `backup status`: `profile`, `source`, `remote`, `remote_files` and `remote_bytes` (what the state records), `local_files`, `local_folders`, `local_symlinks` (null when the source cannot be read: then `would` is `failed`, `error` is `local` and `message` says why), `last_sync` (ISO 8601, or null), `last_outcome` (how the last sync that ran ended, whoever ran it: an object with `status` — `completed`, `unavailable`, `failed` or `stopped` —, `at` and `message`; or null), `hold` (its reason, or null), and what a sync would do now: `would_upload` and `would_delete`, or `would` (the reason it would not run, or `failed` with `error`)."),
-            ("Cm result", "The outcome: `status` is `completed`, `partial` (a restore with files pending or a group not placed; a sync that left files behind, exit status 1), `unavailable` (with `reason`) or `failed` (with `error` and `message`)."),
+            ("Cm result", "The outcome: `status` is `completed`, `partial` (a restore with files pending or a group not placed; a sync that left files behind, exit status 1), `unavailable` (with `reason`) or `failed` (with `error` and `message`; for exit status 2, `error` is `usage`, or `wrongPassphrase`, `missingPassphrase` or `encryptionMismatch` for an encrypted remote, see ENCRYPTED REMOTES)."),
         ], width: "conflict")
         page.text("The other keys of `result`, by command:")
         page.tagList([
             ("Cm sync", "`profile`, `files`, `hashed`; when completed, `uploaded` (files, the marker not counted), `marker_uploaded`, `deleted`, `bytes` (sent, the marker's included), `marker_bytes` (the marker's), `unchanged`, `metadata_updated` (files whose mode, times or owner alone changed: recorded, not uploaded), `symlinks`, `folders`, `delete_failures` (objects with `path`, `error` and `message`, retried next run), `unreadable` (paths not uploaded), `versions` (what the run kept: `run`, `replaced`, `deleted`, `bytes`, `marker`; absent when it kept nothing), `keep_failures` (files neither replaced nor deleted because their old version could not be kept: `path`, `deleting`, `error`, `message`) and `pruned` (the runs' folders retention removed); with `--dry-run`, `dry_run`, `would_upload`, `would_delete` and `bytes`; when failed, `uploaded` too; when a write hold set while it ran stopped it (reason `writeHeld`), `uploaded`, `deleted` and `bytes`, what it wrote before the stop."),
             ("Cm restore", "`target`, `placed`, `pending` (a count), `bytes` (received), `pending_paths`, `refused` (remote paths that would land outside the target); `group` when a required group was not placed (reason `placementRejected`); `error` is `local` for a failure on this machine, `hashMismatch`, `sizeMismatch` or `refusedPath` when a required file failed a check, and `damaged` when the marker did; with `--abandon`, `abandoned` (files no longer kept) and `would_delete` (those the next sync deletes)."),
-            ("Cm probe", "`profile`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`."),
+            ("Cm probe", "`profile`, `encrypted`; when completed, `probe` is `none` (an empty remote), `notReady` (files but no readable marker) or `found`, with `files`, `bytes`, `groups` (`name`, `required`) and `fingerprint`; an encrypted remote probed without its passphrase gives `found` with `locked` and `remote_files` (the encrypted files) only."),
             ("Cm verify", "`files` (in the marker), `checked` and `checked_bytes` (read and checked), `without_hash` (read, but the marker gives no SHA-256: only the size was checked), `damaged` (objects with `path`, `error` — `missing`, `sizeMismatch` or `hashMismatch` — and `message`), `extra` (paths the marker does not name) and, for `--read-data=PERCENT`, `share` (`from` and `to`, of 100 buckets); `status` is `damaged` (exit status 5) when `damaged` is not empty."),
             ("Cm versions", "`runs`, each with `run` (its folder's name), `time` (ISO 8601, UTC), `files` and `bytes` (kept), `marker` (whether it kept the marker it replaced), and `replaced` and `deleted` where its record says; with PATH, `path`, `versions` (`run`, `time`, `size`) and `current` (`size`, or null when the backup does not hold it now)."),
         ], width: "restore")
@@ -784,6 +838,8 @@ enum Manual {
             ("Ev AWS_SESSION_TOKEN", "The session token of temporary S3 keys."),
             ("Ev AWS_ENDPOINT_URL", "The S3 endpoint, when the profile has no `endpoint` key (`AWS_ENDPOINT_URL_S3` wins over it)."),
             ("Ev AWS_REGION", "The S3 region, when the profile has no `region` key (`AWS_DEFAULT_REGION` is read when it is not set)."),
+            ("Ev BACKUP_CRYPT_PASSWORD", "The passphrase of an encrypted profile; the profile's `crypt_password_command` is used when it is not set, and a terminal prompt when neither is."),
+            ("Ev BACKUP_CRYPT_PASSWORD2", "The second passphrase (rclone's `password2`) of an encrypted profile, if it has one; else `crypt_password2_command`."),
             ("Ev NO_COLOR", "When set and not empty, the full-screen interface draws without colour."),
         ], width: "XDG_CONFIG_HOME")
     }
