@@ -48,6 +48,9 @@ public struct AppError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { message }
 
+    /// An encrypted remote's passphrase is missing or wrong: one typed in may help.
+    public var wantsPassphrase: Bool { kind == "missingPassphrase" || kind == "wrongPassphrase" }
+
     static func usage(_ message: String) -> AppError { AppError(.usage, message) }
 
     /// Any error as an AppError: its own status when it is one, else a failure with its text.

@@ -115,8 +115,9 @@ public struct BackupApp: Sendable {
                     notes.append("could not write the key file to \(remote.displayURL) (\(AppError.from(error).message)); the first sync writes it")
                 }
             }
-            notes.append("this backup is encrypted: its passphrase is kept nowhere by backup, and a lost passphrase means a lost "
-                + "backup (nobody can decrypt it). Keep it where you keep your other passwords")
+            // Said first: of everything init says, the one thing that cannot be undone later.
+            notes.insert("this backup is encrypted: its passphrase is kept nowhere by backup, and a lost passphrase means a lost "
+                + "backup (nobody can decrypt it). Keep it where you keep your other passwords", at: 0)
         } else {
             // A remote that holds an encrypted backup is refused for a profile that is not.
             _ = try await openJobRemote(checked.remote, settings: checked.settings, readOnly: true, encrypted: false)

@@ -306,7 +306,7 @@ public struct Config: Sendable, Equatable {
         return Config(path: path, profiles: profiles)
     }
 
-    static func bool(_ value: String) -> Bool? {
+    public static func bool(_ value: String) -> Bool? {
         switch value.lowercased() {
         case "yes", "true", "on", "1": true
         case "no", "false", "off", "0": false

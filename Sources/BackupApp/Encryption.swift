@@ -99,7 +99,8 @@ extension BackupApp {
             return remote
         }
         remote.encrypted = true
-        let first = try Encryption.passphrase(second: false, settings: settings, environment: environment)
+        let configured = try Encryption.passphrase(second: false, settings: settings, environment: environment)
+        let first = typedPasswords.passphrase(for: url) ?? configured
             ?? askPassphrase?(Encryption.Question(remote: remote.displayURL, second: false, confirm: confirmNew && holdsKeyFile == false))
         guard let first, !first.isEmpty else {
             if lockedAllowed {

@@ -99,6 +99,16 @@ public final class TypedPasswords: Sendable {
         byRemote.withLock { $0[Self.key(url, settings: settings)] }
     }
 
+    /// The passphrase typed for the encrypted remote `url` (it comes before the environment's
+    /// and the profile's command: it is the person's latest word).
+    public func setPassphrase(_ passphrase: String, for url: String) {
+        byRemote.withLock { $0["crypt\u{0}" + RemoteURL.redacted(url)] = passphrase }
+    }
+
+    public func passphrase(for url: String) -> String? {
+        byRemote.withLock { $0["crypt\u{0}" + RemoteURL.redacted(url)] }
+    }
+
     public func forget(_ url: String, settings: [String: String]) {
         _ = byRemote.withLock { $0.removeValue(forKey: Self.key(url, settings: settings)) }
     }

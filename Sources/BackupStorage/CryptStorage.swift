@@ -147,6 +147,24 @@ public final class CryptStorage: RemoteStorage {
     public func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile {
         let (source, size, modified) = try openLocalSource(localPath)
         defer { close(source) }
+        let remote = try remotePath(path)
+        // A folder remote takes the sealed bytes straight into its own temporary file.
+        if let folder = base as? FolderStorage {
+            let crypt = crypt
+            let file = try await folder.writeFilled(remote) { fd, displayPath in
+                do throws(CryptError) {
+                    _ = try crypt.encryptFile(from: source, to: fd)
+                } catch {
+                    if let code = error.writeErrno { throw SystemCallFailure(code: code, operation: "writing", path: displayPath) }
+                    throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath) to encrypt it: \(error.message)")
+                }
+                // The copy carries the source's time (rclone gives it to the file it decrypts).
+                var times = [modified, modified]
+                _ = futimens(fd, &times)
+            }
+            onBytes(size)
+            return RemoteFile(path: path, size: size, remoteId: file.remoteId)
+        }
         let (temporary, fd) = try makeTemporary()
         defer {
             close(fd)
@@ -160,7 +178,7 @@ public final class CryptStorage: RemoteStorage {
         // The copy carries the source's time, which a folder or WebDAV remote gives the file.
         var times = [modified, modified]
         _ = futimens(fd, &times)
-        let file = try await base.writeFile(try remotePath(path), from: temporary) { sent in
+        let file = try await base.writeFile(remote, from: temporary) { sent in
             onBytes(min(size, max(0, sent - Int64(RcloneCrypt.headerSize)) * Int64(RcloneCrypt.chunkSize) / Int64(RcloneCrypt.chunkSize + RcloneCrypt.tagSize)))
         }
         return RemoteFile(path: path, size: size, remoteId: file.remoteId)

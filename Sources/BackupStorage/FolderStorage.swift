@@ -176,6 +176,22 @@ public struct FolderStorage: RemoteStorage {
         }
     }
 
+    /// Writes `path` with what `fill` writes into the remote's own new temporary file (given
+    /// with the path to name in messages), then renames it into place, as `writeBytes` does:
+    /// no local copy first. `fill` may be called again with a new file (a folder pruned
+    /// meanwhile); a write to the descriptor that fails is reported by `fill` as a
+    /// `SystemCallFailure` (mapped here: a full disk is StorageFull), anything else it throws
+    /// is passed on.
+    public func writeFilled(_ path: String, fill: (_ fd: Int32, _ displayPath: String) throws -> Void) async throws -> RemoteFile {
+        try refuseWrite(path)
+        let parts = try Self.components(of: path)
+        return try mapped {
+            let rootFD = try openRoot()
+            defer { close(rootFD) }
+            return try place(parts, under: rootFD, fill: fill)
+        }
+    }
+
     /// Copies the local file at `localPath` to `path` through a temporary file and a rename;
     /// the copy carries the source's permission bits and times, so the folder is a usable mirror.
     ///

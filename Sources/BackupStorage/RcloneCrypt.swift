@@ -34,10 +34,14 @@ public struct CryptError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public let kind: Kind
     public let message: String
+    /// The errno of a failed write to the destination (not of a read of the source): the
+    /// destination's failure, for the caller to map as its own (a full disk).
+    public var writeErrno: Int32?
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, writeErrno: Int32? = nil) {
         self.kind = kind
         self.message = message
+        self.writeErrno = writeErrno
     }
 
     public var description: String { message }
@@ -371,7 +375,10 @@ public struct RcloneCrypt: Sendable {
         while done < bytes.count {
             let wrote = write(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done)
             if wrote < 0 && errno == EINTR { continue }
-            if wrote <= 0 { throw CryptError(.system, "writing an encrypted or decrypted file failed: \(String(cString: strerror(errno)))") }
+            if wrote <= 0 {
+                let code = wrote < 0 ? errno : ENOSPC
+                throw CryptError(.system, "writing an encrypted or decrypted file failed: \(String(cString: strerror(code)))", writeErrno: code)
+            }
             done += wrote
         }
     }

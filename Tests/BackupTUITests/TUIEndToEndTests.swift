@@ -32,11 +32,11 @@ final class TUIEndToEndTests: XCTestCase {
 
         /// Runs the binary scripted (no terminal) to the end; returns its exit status.
         @discardableResult
-        func scripted(_ arguments: [String]) throws -> Int32 {
+        func scripted(_ arguments: [String], extra: [String: String] = [:]) throws -> Int32 {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Tmux.binary)
             process.arguments = arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }.merging(extra) { _, new in new }
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice

@@ -285,7 +285,7 @@ final class TUIKeysTests: XCTestCase {
         try tmux.type(source)
         try tmux.press("Tab")
         try tmux.type(home.remote)
-        for _ in 0..<9 { try tmux.press("Tab") }  // to [ Save ]
+        for _ in 0..<13 { try tmux.press("Tab") }  // to [ Save ]
         try tmux.wait(for: "Enter saves the profile")
         try tmux.press("Enter")
         // Saved, with the groups it took said; the form shows them, and so does the list.

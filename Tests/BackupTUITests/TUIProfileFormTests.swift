@@ -71,7 +71,7 @@ final class TUIProfileFormTests: XCTestCase {
         try tui.wait(for: "> *.tmp")
         try tui.press("Escape")
         try tui.waitAll(["edit profile \"default\"", "Excluded    *.tmp"])
-        try press(tui, "Tab", times: 4)  // By size, Kept, Transfers, Save
+        try press(tui, "Tab", times: 8)  // By size, Kept, Transfers, Encrypt, Passphrase, Again, Pass command, Save
         try tui.wait(for: "Enter saves the profile")
         try tui.press("Enter")
         try tui.wait(for: "Saved profile \"default\"")
@@ -115,7 +115,7 @@ final class TUIProfileFormTests: XCTestCase {
         try tui.type(server.secret)
         let dots = try tui.wait(for: String(repeating: "•", count: server.secret.count))
         XCTAssertFalse(dots.contains(server.secret), dots)
-        try press(tui, "Tab", times: 7)  // to [ Save ]
+        try press(tui, "Tab", times: 11)  // to [ Save ]
         try tui.wait(for: "Enter saves the profile")
         try tui.press("Enter")
         try tui.wait(for: "Saved profile \"dav\"", timeout: 60)
@@ -151,10 +151,10 @@ final class TUIProfileFormTests: XCTestCase {
         try tui.press("e")
         let top = try tui.wait(for: "Source")
         XCTAssertFalse(top.contains("[ Save ]"), "at 40x12 the form does not fit: \(top)")
-        try press(tui, "Tab", times: 11)
+        try press(tui, "Tab", times: 15)
         let bottom = try tui.waitAll(["[ Save ]", "? help", "q quit"])
         XCTAssertFalse(bottom.contains("Source "), "the form scrolled: \(bottom)")
-        try press(tui, "BTab", times: 11)
+        try press(tui, "BTab", times: 15)
         try tui.wait(for: "Source")
         try tui.press("Escape")
         try tui.wait(for: "the profile list") { !$0.contains("edit profile") }

@@ -11,7 +11,8 @@ import BackupTerminal
 
 final class ProfileFormScreen: Screen {
     enum Field: Int, CaseIterable {
-        case name, source, remote, user, password, passwordCommand, groups, excludes, sizeCompared, keepRemotely, transfers, save
+        case name, source, remote, user, password, passwordCommand, groups, excludes, sizeCompared, keepRemotely, transfers
+        case encrypt, passphrase, passphraseAgain, cryptCommand, save
 
         var label: String {
             switch self {
@@ -26,6 +27,10 @@ final class ProfileFormScreen: Screen {
             case .sizeCompared: "By size"
             case .keepRemotely: "Kept"
             case .transfers: "Transfers"
+            case .encrypt: "Encrypt"
+            case .passphrase: "Passphrase"
+            case .passphraseAgain: "Again"
+            case .cryptCommand: "Crypt cmd"
             case .save: ""
             }
         }
@@ -49,6 +54,11 @@ final class ProfileFormScreen: Screen {
             case .sizeCompared: "Patterns of paths compared by size only, never hashed (large media, disk images), one a row."
             case .keepRemotely: "Patterns of paths kept on the remote after they are deleted here, one a row."
             case .transfers: "How many uploads or downloads are in flight at once: 1 to 64 (empty: \(Profile.defaultTransfers))."
+            case .encrypt: "yes: encrypt every name and content in rclone crypt's format, readable by rclone alone (only for a new, empty remote)."
+            case .passphrase: "The encryption passphrase, kept in memory for this session only and never written; "
+                + "a lost passphrase means a lost backup. For later sessions set BACKUP_CRYPT_PASSWORD or a pass command."
+            case .passphraseAgain: "The same passphrase again, so that a typing mistake does not become the only key."
+            case .cryptCommand: "A command whose first line of output is the encryption passphrase (pass show backup-key …)."
             case .save: "Enter saves the profile to the config file (mode 0600)."
             }
         }
@@ -76,6 +86,10 @@ final class ProfileFormScreen: Screen {
         texts[.password] = TextField(secret: true)
         texts[.passwordCommand] = TextField(settings["password_command"] ?? "")
         texts[.transfers] = TextField(settings["transfers"] ?? "")
+        texts[.encrypt] = TextField(Encryption.isOn(settings) ? "yes" : "")
+        texts[.passphrase] = TextField(secret: true)
+        texts[.passphraseAgain] = TextField(secret: true)
+        texts[.cryptCommand] = TextField(settings["crypt_password_command"] ?? "")
         lists[.groups] = ProfileGroup.specs(profile?.groups ?? [])
         lists[.excludes] = profile?.excludes ?? []
         lists[.sizeCompared] = profile?.sizeCompared ?? []
@@ -159,12 +173,20 @@ final class ProfileFormScreen: Screen {
         if !transfers.isEmpty, Int(transfers).map({ (1...64).contains($0) }) != true {
             return refuse("Transfers must be a number from 1 to 64, not \"\(transfers)\".", at: .transfers)
         }
+        let encrypt = value(.encrypt).isEmpty ? false : Config.bool(value(.encrypt))
+        guard let encrypt else { return refuse("Encrypt is yes or no, not \"\(value(.encrypt))\".", at: .encrypt) }
+        let passphrase = value(.passphrase)
+        guard passphrase == value(.passphraseAgain) else {
+            return refuse("The two passphrases differ: type the same one twice.", at: .passphraseAgain)
+        }
         var profile = original ?? Profile(name: name, source: "", remote: "")
         profile.source = BackupApp.absolute(value(.source))
         profile.remote = value(.remote)
-        for (field, key) in [(Field.user, "user"), (.passwordCommand, "password_command"), (.transfers, "transfers")] {
+        for (field, key) in [(Field.user, "user"), (.passwordCommand, "password_command"), (.transfers, "transfers"),
+                             (.cryptCommand, "crypt_password_command")] {
             profile.settings[key] = value(field).isEmpty ? nil : value(field)
         }
+        profile.settings["encrypt"] = encrypt ? "yes" : nil
         profile.excludes = lists[.excludes] ?? []
         profile.sizeCompared = lists[.sizeCompared] ?? []
         profile.keepRemotely = lists[.keepRemotely] ?? []
@@ -175,6 +197,7 @@ final class ProfileFormScreen: Screen {
             // A password typed here opens the remote for this session: the remote is looked at
             // with it (a marker's groups), and the jobs use it.
             if !password.isEmpty { app.typedPasswords.set(password, for: profile.remote, settings: profile.settings) }
+            if encrypt, !passphrase.isEmpty { app.typedPasswords.setPassphrase(passphrase, for: profile.remote) }
             let replacing = original != nil
             let draft = profile
             let (saved, notes) = try Context.waiting { () async throws(AppError) in

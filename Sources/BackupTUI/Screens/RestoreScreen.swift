@@ -59,7 +59,14 @@ final class RestoreScreen: ProfileJobScreen {
     private var remoteURL: String { request.remoteURL ?? profile?.remote ?? "" }
 
     /// Whether the restore ended for want of a password this remote takes (missing or refused).
+    /// Whether it ended for want of the encrypted remote's passphrase (missing or wrong).
+    private var wantsPassphrase: Bool {
+        if case .failure(let error)? = state.result { return error.wantsPassphrase }
+        return false
+    }
+
     private var wantsPassword: Bool {
+        if wantsPassphrase { return true }
         guard Remotes.takesPassword(remoteURL) else { return false }
         switch state.result {
         case .success(let summary)?: return summary.lacksCredentials
@@ -117,7 +124,11 @@ final class RestoreScreen: ProfileJobScreen {
         case .passed?: return .ignored
         case .submitted(let typed)?:
             guard !typed.isEmpty else { return .handled }
-            context.app.typedPasswords.set(typed, for: remoteURL, settings: profile?.settings ?? [:])
+            if wantsPassphrase {
+                context.app.typedPasswords.setPassphrase(typed, for: remoteURL)
+            } else {
+                context.app.typedPasswords.set(typed, for: remoteURL, settings: profile?.settings ?? [:])
+            }
             job = Self.start(context, profile, request, placeAll: placeAll)
             state = RestoreJobState()
             seen = -1
@@ -128,7 +139,7 @@ final class RestoreScreen: ProfileJobScreen {
         case .toBackground where state.result == nil:
             return .background
         case .enterPassword where wantsPassword:
-            password = PasswordQuestion.dialog(remote: remoteURL)
+            password = wantsPassphrase ? PasswordQuestion.passphrase(remote: remoteURL) : PasswordQuestion.dialog(remote: remoteURL)
         case let move? where ListMove.apply(move, to: &scroll, count: state.plan?.groups.count ?? 1, page: 10): break
         case .showNotes where !state.notes.isEmpty:
             return .push(NotesScreen(what: "restore") { [weak self] in self?.state.notes ?? [] })

@@ -49,7 +49,14 @@ final class SyncScreen: ProfileJobScreen {
     }
 
     /// Whether the run ended for want of a password this remote takes (missing or refused).
+    /// Whether it ended for want of the encrypted remote's passphrase (missing or wrong).
+    private var wantsPassphrase: Bool {
+        if case .failure(let error)? = state.result { return error.wantsPassphrase }
+        return false
+    }
+
     private var wantsPassword: Bool {
+        if wantsPassphrase { return true }
         guard Remotes.takesPassword(profile.remote) else { return false }
         switch state.result {
         case .success(let summary)?: return summary.lacksCredentials
@@ -111,7 +118,11 @@ final class SyncScreen: ProfileJobScreen {
         case .passed?: return .ignored
         case .submitted(let typed)?:
             guard !typed.isEmpty else { return .handled }
-            context.app.typedPasswords.set(typed, for: profile.remote, settings: profile.settings)
+            if wantsPassphrase {
+                context.app.typedPasswords.setPassphrase(typed, for: profile.remote)
+            } else {
+                context.app.typedPasswords.set(typed, for: profile.remote, settings: profile.settings)
+            }
             restart { _ in }
             return .handled
         case nil: break
@@ -141,7 +152,7 @@ final class SyncScreen: ProfileJobScreen {
                     "Do this only if the change is yours (the old contents are kept as versions where they are on).",
                 ])
             }
-        case .enterPassword: password = PasswordQuestion.dialog(remote: profile.remote)
+        case .enterPassword: password = wantsPassphrase ? PasswordQuestion.passphrase(remote: profile.remote) : PasswordQuestion.dialog(remote: profile.remote)
         case .toBackground: return .background
         case .openHold: return .push(HoldScreen(context: context, profile: profile))
         case .showNotes: return .push(NotesScreen(what: "sync") { [weak self] in self?.state.notes ?? [] })

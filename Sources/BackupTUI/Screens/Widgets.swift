@@ -110,6 +110,12 @@ enum PasswordQuestion {
         InputDialog(title: "Password", label: "Password for \(Remotes.shownURL(url)) (kept in memory for this session only, never written)",
                     field: TextField(secret: true))
     }
+
+    /// The passphrase of an encrypted remote (missing, or the one given did not open it).
+    static func passphrase(remote url: String) -> InputDialog {
+        InputDialog(title: "Passphrase", label: "Passphrase of the encrypted backup on \(Remotes.shownURL(url)) (kept in memory for this session only, never written)",
+                    field: TextField(secret: true))
+    }
 }
 
 /// A question answered with a line of text, in a box.
