@@ -59,6 +59,11 @@ let package = Package(
             dependencies: ["BackupEngine", "BackupStorage"],
             path: "Tests/BackupListHelper"
         ),
+        .executableTarget(
+            name: "BackupCryptBench",
+            dependencies: ["BackupStorage"],
+            path: "Tests/BackupCryptBench"
+        ),
         .testTarget(name: "BackupEngineTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport"]),
         .testTarget(
             name: "BackupStorageTests", dependencies: ["BackupEngine", "BackupStorage", "BackupTestSupport", "BackupListHelper"]

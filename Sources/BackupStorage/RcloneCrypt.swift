@@ -272,45 +272,79 @@ public struct RcloneCrypt: Sendable {
         }
     }
 
-    /// Seals the plain bytes `read` gives, chunk after chunk, handing each sealed chunk to
-    /// `write`. `read` fills the buffer it is given and returns how much it filled: less than
-    /// a chunk only at the end. Returns the sealed bytes (the header not counted).
+    /// Chunks read, sealed or opened, and written at a time: 1 MiB of plain bytes.
+    static let batch = 16
+    /// The page size writes are cut to.
+    static let page = 4096
+
+    /// Writes `header`, then seals the plain bytes `read` gives, chunk after chunk. `read` fills
+    /// the buffer it is given (a batch of chunks) and returns how much it filled: less only at
+    /// the end. `write` is given the sealed stream in pieces whose sizes are whole pages, but
+    /// for the last: a sealed chunk is 16 bytes past a page multiple, and writes that end inside
+    /// a page are far slower than the sealing itself on tmpfs and the page cache (1 GiB in
+    /// 65,552-byte writes: 1.7 s; in page multiples: 0.6 s). What is left past the last whole
+    /// page (under one page) moves to the front of the buffer for the next batch. Returns the
+    /// sealed bytes (the header not counted).
     private func sealChunks(
-        nonce: inout [UInt8], read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
+        header: [UInt8], nonce: inout [UInt8], read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
         write: (UnsafeRawBufferPointer) throws(CryptError) -> Void
     ) throws(CryptError) -> Int64 {
-        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
-        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize + Self.tagSize, alignment: 16)
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.batch * Self.chunkSize, alignment: Self.page)
+        let sealed = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Self.page + header.count + Self.batch * (Self.chunkSize + Self.tagSize), alignment: Self.page)
         defer { plain.deallocate(); sealed.deallocate() }
+        header.withUnsafeBytes { sealed.copyMemory(from: $0) }
+        var carried = header.count
         var total: Int64 = 0
-        while true {
+        var ended = false
+        while !ended {
             let count = try read(plain)
-            if count == 0 { break }
-            try seal(UnsafeRawBufferPointer(rebasing: plain[0..<count]), nonce: &nonce, into: sealed)
-            try write(UnsafeRawBufferPointer(rebasing: sealed[0..<(count + Self.tagSize)]))
-            total += Int64(count + Self.tagSize)
-            if count < Self.chunkSize { break }
+            ended = count < plain.count
+            var end = carried
+            var from = 0
+            while from < count {
+                let size = min(Self.chunkSize, count - from)
+                try seal(UnsafeRawBufferPointer(rebasing: plain[from..<(from + size)]), nonce: &nonce,
+                         into: UnsafeMutableRawBufferPointer(rebasing: sealed[end...]))
+                end += size + Self.tagSize
+                total += Int64(size + Self.tagSize)
+                from += size
+            }
+            let whole = ended ? end : end / Self.page * Self.page
+            if whole > 0 { try write(UnsafeRawBufferPointer(rebasing: sealed[0..<whole])) }
+            carried = end - whole
+            if carried > 0, let base = sealed.baseAddress { base.copyMemory(from: base + whole, byteCount: carried) }
         }
         return total
     }
 
-    /// Opens the sealed chunks `read` gives (each a whole chunk but the last), handing the plain
-    /// bytes of each to `write`; returns the plain bytes.
+    /// Opens the sealed chunks `read` gives (a batch at a time; each chunk whole but the last),
+    /// handing the plain bytes of each batch to `write` (a whole MiB but the last); returns the
+    /// plain bytes.
     private func openChunks(
         nonce: inout [UInt8], read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
         write: (UnsafeRawBufferPointer) throws(CryptError) -> Void
     ) throws(CryptError) -> Int64 {
-        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize + Self.tagSize, alignment: 16)
-        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+        let sealedChunk = Self.chunkSize + Self.tagSize
+        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.batch * sealedChunk, alignment: Self.page)
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.batch * Self.chunkSize, alignment: Self.page)
         defer { sealed.deallocate(); plain.deallocate() }
         var total: Int64 = 0
-        while true {
+        var ended = false
+        while !ended {
             let count = try read(sealed)
-            if count == 0 { break }
-            try open(UnsafeRawBufferPointer(rebasing: sealed[0..<count]), nonce: &nonce, into: plain)
-            try write(UnsafeRawBufferPointer(rebasing: plain[0..<(count - Self.tagSize)]))
-            total += Int64(count - Self.tagSize)
-            if count < sealed.count { break }
+            ended = count < sealed.count
+            var from = 0
+            var end = 0
+            while from < count {
+                let size = min(sealedChunk, count - from)
+                try open(UnsafeRawBufferPointer(rebasing: sealed[from..<(from + size)]), nonce: &nonce,
+                         into: UnsafeMutableRawBufferPointer(rebasing: plain[end...]))
+                end += size - Self.tagSize
+                from += size
+            }
+            if end > 0 { try write(UnsafeRawBufferPointer(rebasing: plain[0..<end])) }
+            total += Int64(end)
         }
         return total
     }
@@ -329,13 +363,8 @@ public struct RcloneCrypt: Sendable {
     public func encryptFile(from source: Int32, to destination: Int32) throws(CryptError) -> Int64 {
         let (header, start) = Self.newHeader()
         var nonce = start
-        var failure: CryptError?
-        header.withUnsafeBytes { bytes in
-            do throws(CryptError) { try Self.writeAll(destination, bytes) } catch { failure = error }
-        }
-        if let failure { throw failure }
         var offset: Int64 = 0
-        let sealed = try sealChunks(nonce: &nonce, read: { (buffer) throws(CryptError) in
+        let sealed = try sealChunks(header: header, nonce: &nonce, read: { (buffer) throws(CryptError) in
             let count = try Self.readFully(source, into: buffer, at: offset)
             offset += Int64(count)
             return count
@@ -370,7 +399,7 @@ public struct RcloneCrypt: Sendable {
         return filled
     }
 
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(CryptError) {
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(CryptError) {
         var done = 0
         while done < bytes.count {
             let wrote = write(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done)
@@ -396,10 +425,11 @@ public struct RcloneCrypt: Sendable {
     /// A whole plain file encrypted (tests, the marker); `nonce` for a fixed one.
     public func encrypt(_ plain: Data, nonce given: [UInt8]? = nil) throws(CryptError) -> Data {
         var nonce = given ?? Self.newHeader().nonce
-        var out = Data(Self.magic + nonce)
+        var out = Data()
         let bytes = [UInt8](plain)
         var offset = 0
-        _ = try sealChunks(nonce: &nonce, read: { Self.take(bytes, &offset, into: $0) }, write: { out.append(contentsOf: $0) })
+        _ = try sealChunks(header: Self.magic + nonce, nonce: &nonce, read: { Self.take(bytes, &offset, into: $0) },
+                           write: { out.append(contentsOf: $0) })
         return out
     }
 

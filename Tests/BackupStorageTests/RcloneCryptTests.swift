@@ -63,7 +63,10 @@ final class RcloneCryptTests: XCTestCase {
     func testFilesRcloneWroteDecryptAndFilesWrittenHereAreReadByRclone() throws {
         let dir = try TempDir("rclone-crypt")
         addTeardownBlock { dir.cleanup() }
-        let sizes = [0, 1, 100, RcloneCrypt.chunkSize - 1, RcloneCrypt.chunkSize, RcloneCrypt.chunkSize + 1, 3 * RcloneCrypt.chunkSize + 17]
+        // Around a chunk, and around a batch (the chunks read and written at a time).
+        let batch = RcloneCrypt.batch * RcloneCrypt.chunkSize
+        let sizes = [0, 1, 100, RcloneCrypt.chunkSize - 1, RcloneCrypt.chunkSize, RcloneCrypt.chunkSize + 1, 3 * RcloneCrypt.chunkSize + 17,
+                     batch - 1, batch, batch + 1, 2 * batch + 4000]
         var plain: [String: Data] = [:]
         for size in sizes {
             plain["size \(size).bin"] = StorageContract.randomData(count: size)
