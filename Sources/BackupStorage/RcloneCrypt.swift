@@ -274,6 +274,13 @@ public struct RcloneCrypt: Sendable {
 
     /// Chunks read, sealed or opened, and written at a time: 1 MiB of plain bytes.
     static let batch = 16
+
+    /// The chunks a batch holds for `expected` bytes of input: no more than it takes (a small
+    /// file is sealed without a MiB of buffers made and dropped for it), at most `batch`.
+    /// Input that turns out longer is still read whole, a batch at a time.
+    static func batchFor(_ expected: Int64, chunk: Int) -> Int {
+        Int(min(Int64(batch), max(1, (expected + Int64(chunk) - 1) / Int64(chunk))))
+    }
     /// The page size writes are cut to.
     static let page = 4096
 
@@ -286,12 +293,13 @@ public struct RcloneCrypt: Sendable {
     /// page (under one page) moves to the front of the buffer for the next batch. Returns the
     /// sealed bytes (the header not counted).
     private func sealChunks(
-        header: [UInt8], nonce: inout [UInt8], read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
+        header: [UInt8], nonce: inout [UInt8], expected: Int64, read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
         write: (UnsafeRawBufferPointer) throws(CryptError) -> Void
     ) throws(CryptError) -> Int64 {
-        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.batch * Self.chunkSize, alignment: Self.page)
+        let chunks = Self.batchFor(expected, chunk: Self.chunkSize)
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: chunks * Self.chunkSize, alignment: Self.page)
         let sealed = UnsafeMutableRawBufferPointer.allocate(
-            byteCount: Self.page + header.count + Self.batch * (Self.chunkSize + Self.tagSize), alignment: Self.page)
+            byteCount: Self.page + header.count + chunks * (Self.chunkSize + Self.tagSize), alignment: Self.page)
         defer { plain.deallocate(); sealed.deallocate() }
         header.withUnsafeBytes { sealed.copyMemory(from: $0) }
         var carried = header.count
@@ -322,12 +330,13 @@ public struct RcloneCrypt: Sendable {
     /// handing the plain bytes of each batch to `write` (a whole MiB but the last); returns the
     /// plain bytes.
     private func openChunks(
-        nonce: inout [UInt8], read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
+        nonce: inout [UInt8], expected: Int64, read: (UnsafeMutableRawBufferPointer) throws(CryptError) -> Int,
         write: (UnsafeRawBufferPointer) throws(CryptError) -> Void
     ) throws(CryptError) -> Int64 {
         let sealedChunk = Self.chunkSize + Self.tagSize
-        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.batch * sealedChunk, alignment: Self.page)
-        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.batch * Self.chunkSize, alignment: Self.page)
+        let chunks = Self.batchFor(expected, chunk: sealedChunk)
+        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: chunks * sealedChunk, alignment: Self.page)
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: chunks * Self.chunkSize, alignment: Self.page)
         defer { sealed.deallocate(); plain.deallocate() }
         var total: Int64 = 0
         var ended = false
@@ -364,7 +373,9 @@ public struct RcloneCrypt: Sendable {
         let (header, start) = Self.newHeader()
         var nonce = start
         var offset: Int64 = 0
-        let sealed = try sealChunks(header: header, nonce: &nonce, read: { (buffer) throws(CryptError) in
+        var info = stat()
+        let expected = fstat(source, &info) == 0 ? Int64(info.st_size) : Int64(Self.batch * Self.chunkSize)
+        let sealed = try sealChunks(header: header, nonce: &nonce, expected: expected, read: { (buffer) throws(CryptError) in
             let count = try Self.readFully(source, into: buffer, at: offset)
             offset += Int64(count)
             return count
@@ -379,7 +390,9 @@ public struct RcloneCrypt: Sendable {
         let got = try Self.readFully(source, into: header, at: 0)
         var nonce = try Self.nonce(ofHeader: header.prefix(got))
         var offset = Int64(Self.headerSize)
-        return try openChunks(nonce: &nonce, read: { (buffer) throws(CryptError) in
+        var info = stat()
+        let expected = fstat(source, &info) == 0 ? Int64(info.st_size) - offset : Int64(Self.batch * Self.chunkSize)
+        return try openChunks(nonce: &nonce, expected: expected, read: { (buffer) throws(CryptError) in
             let count = try Self.readFully(source, into: buffer, at: offset)
             offset += Int64(count)
             return count
@@ -428,7 +441,7 @@ public struct RcloneCrypt: Sendable {
         var out = Data()
         let bytes = [UInt8](plain)
         var offset = 0
-        _ = try sealChunks(header: Self.magic + nonce, nonce: &nonce, read: { Self.take(bytes, &offset, into: $0) },
+        _ = try sealChunks(header: Self.magic + nonce, nonce: &nonce, expected: Int64(bytes.count), read: { Self.take(bytes, &offset, into: $0) },
                            write: { out.append(contentsOf: $0) })
         return out
     }
@@ -439,7 +452,7 @@ public struct RcloneCrypt: Sendable {
         var nonce = try Self.nonce(ofHeader: bytes)
         var out = Data()
         var offset = Self.headerSize
-        _ = try openChunks(nonce: &nonce, read: { Self.take(bytes, &offset, into: $0) }, write: { out.append(contentsOf: $0) })
+        _ = try openChunks(nonce: &nonce, expected: Int64(bytes.count - offset), read: { Self.take(bytes, &offset, into: $0) }, write: { out.append(contentsOf: $0) })
         return out
     }
 }
