@@ -153,4 +153,24 @@ final class CLIFixture {
         walk(folder, "")
         return result
     }
+
+    /// A file as a tree holds it: its bytes, permission bits and modification time.
+    struct Kept: Equatable, CustomStringConvertible {
+        var data: Data
+        var mode: mode_t
+        var mtime: Int64
+        var description: String { "\(data.count) B, mode \(String(mode, radix: 8)), mtime \(mtime)" }
+    }
+
+    /// Every regular file under `root` but the tool's own `.backup*` entries, with its mode and
+    /// time (whole seconds): what a restore must give back.
+    func snapshot(_ root: String) throws -> [String: Kept] {
+        var result: [String: Kept] = [:]
+        for (path, data) in try tree(root) where !path.hasPrefix(".backup") {
+            var info = stat()
+            XCTAssertEqual(lstat(root + "/" + path, &info), 0, path)
+            result[path] = Kept(data: data, mode: info.st_mode & 0o7777, mtime: Int64(info.st_mtim.tv_sec))
+        }
+        return result
+    }
 }

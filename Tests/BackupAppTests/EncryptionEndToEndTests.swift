@@ -13,24 +13,6 @@ import XCTest
 final class EncryptionEndToEndTests: XCTestCase {
     private let passphrase = "correct horse battery staple"
 
-    /// A file as the tree holds it: its bytes, permission bits and modification time.
-    private struct Kept: Equatable, CustomStringConvertible {
-        var data: Data
-        var mode: mode_t
-        var mtime: Int64
-        var description: String { "\(data.count) B, mode \(String(mode, radix: 8)), mtime \(mtime)" }
-    }
-
-    private func snapshot(_ f: CLIFixture, _ root: String) throws -> [String: Kept] {
-        var result: [String: Kept] = [:]
-        for (path, data) in try f.tree(root) where !path.hasPrefix(".backup") {
-            var info = stat()
-            XCTAssertEqual(lstat(root + "/" + path, &info), 0, path)
-            result[path] = Kept(data: data, mode: info.st_mode & 0o7777, mtime: Int64(info.st_mtim.tv_sec))
-        }
-        return result
-    }
-
     /// The awkward tree: spaces, Unicode, a long name (the longest that fits encrypted), deep
     /// folders, an empty file, and files of exactly one chunk and one chunk plus a byte.
     private func writeAwkwardTree(_ f: CLIFixture) throws -> [String] {
@@ -122,7 +104,7 @@ final class EncryptionEndToEndTests: XCTestCase {
         let target = f.dir.path("restored")
         let restored = try f.run("restore", "--to", target, "--json")
         XCTAssertEqual(restored.status, 0, restored.stdout + restored.stderr)
-        XCTAssertEqual(try snapshot(f, target), try snapshot(f, f.source))
+        XCTAssertEqual(try f.snapshot(target), try f.snapshot(f.source))
     }
 
     func testAnAwkwardTreeSyncedEncryptedToAFolderIsReadByRcloneAloneAndRestored() throws {
@@ -137,13 +119,19 @@ final class EncryptionEndToEndTests: XCTestCase {
         try awkwardTreeIsReadByRcloneAlone(.s3)
     }
 
-    func testAWrongPassphraseIsRefusedBeforeAnythingIsWritten() throws {
+    /// A folder remote holding an encrypted backup of a.txt; the passphrase in the fixture's environment.
+    private func encryptedBackupOfOneFile() throws -> CLIFixture {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
         f.extraEnvironment["BACKUP_CRYPT_PASSWORD"] = passphrase
         _ = try f.write("a.txt", "first")
         XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote, "--encrypt").status, 0)
         XCTAssertEqual(try f.run("sync", "--yes").status, 0)
+        return f
+    }
+
+    func testAWrongPassphraseIsRefusedBeforeAnythingIsWritten() throws {
+        let f = try encryptedBackupOfOneFile()
         _ = try f.write("b.txt", "second")
         let before = try f.tree(f.remote)
 
@@ -180,12 +168,7 @@ final class EncryptionEndToEndTests: XCTestCase {
     }
 
     func testEncryptionIsNeverTurnedOnOrOffForABackupInPlace() throws {
-        let f = try CLIFixture()
-        addTeardownBlock { f.dir.cleanup() }
-        f.extraEnvironment["BACKUP_CRYPT_PASSWORD"] = passphrase
-        _ = try f.write("a.txt", "first")
-        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote, "--encrypt").status, 0)
-        XCTAssertEqual(try f.run("sync", "--yes").status, 0)
+        let f = try encryptedBackupOfOneFile()
         let encrypted = try f.tree(f.remote)
 
         // Off: the profile without encrypt, on a remote that holds an encrypted backup.

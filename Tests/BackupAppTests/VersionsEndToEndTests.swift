@@ -13,24 +13,6 @@ import XCTest
 final class VersionsEndToEndTests: XCTestCase {
     private typealias Provider = ServedKind
 
-    /// A file as the tree holds it: its bytes, permission bits and modification time.
-    private struct Kept: Equatable, CustomStringConvertible {
-        var data: Data
-        var mode: mode_t
-        var mtime: Int64
-        var description: String { "\(data.count) B, mode \(String(mode, radix: 8)), mtime \(mtime)" }
-    }
-
-    private func snapshot(_ f: CLIFixture, _ root: String) throws -> [String: Kept] {
-        var result: [String: Kept] = [:]
-        for (path, data) in try f.tree(root) where !path.hasPrefix(".backup") {
-            var info = stat()
-            XCTAssertEqual(lstat(root + "/" + path, &info), 0, path)
-            result[path] = Kept(data: data, mode: info.st_mode & 0o7777, mtime: Int64(info.st_mtim.tv_sec))
-        }
-        return result
-    }
-
     private func write(_ f: CLIFixture, _ path: String, _ text: String, mode: mode_t = 0o644, mtime: Int) throws {
         try f.write(path, text)
         let full = f.source + "/" + path
@@ -56,13 +38,13 @@ final class VersionsEndToEndTests: XCTestCase {
         try write(f, "docs/c.txt", "c, in the first two trees", mode: 0o640, mtime: 1_700_000_200)
         try write(f, "docs/same.txt", "never changes", mtime: 1_700_000_300)
         XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", url).status, 0)
-        var trees: [(time: String, tree: [String: Kept])] = []
+        var trees: [(time: String, tree: [String: CLIFixture.Kept])] = []
         func sync(_ flags: String...) throws {
             let result = try f.run(["sync", "--json"] + flags)
             XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
             settle()
             Thread.sleep(forTimeInterval: 1.1)
-            trees.append((now(), try snapshot(f, f.source)))
+            trees.append((now(), try f.snapshot(f.source)))
             Thread.sleep(forTimeInterval: 1.1)
         }
         try sync("--yes")
@@ -87,7 +69,7 @@ final class VersionsEndToEndTests: XCTestCase {
             let target = f.dir.path("as-of-\(index)")
             let restore = try f.run("restore", "--to", target, "--as-of", time, "--json")
             XCTAssertEqual(restore.status, 0, "as of \(time): " + restore.stdout + restore.stderr)
-            let restored = try snapshot(f, target)
+            let restored = try f.snapshot(target)
             XCTAssertEqual(restored, tree, "the tree as of \(time) (sync \(index + 1)) came back otherwise")
         }
         // Before the first tree: refused, naming the oldest.

@@ -49,6 +49,17 @@ final class TUIEndToEndTests: XCTestCase {
             try dir.write("source/" + relative, Data(text.utf8))
         }
 
+        /// Every file under the fixture's `folder` (config, state, home), read as text (binary
+        /// bytes decoded loosely): where a secret must not be.
+        func everything(under folder: String) -> String {
+            guard let walker = FileManager.default.enumerator(atPath: dir.path(folder)) else { return "" }
+            var text = ""
+            for case let relative as String in walker {
+                if let data = FileManager.default.contents(atPath: dir.path(folder) + "/" + relative) { text += String(decoding: data, as: UTF8.self) }
+            }
+            return text
+        }
+
         /// The sample backup most tests start from, synced to the folder remote: papers
         /// (required, three files), photos (two, one with a wide name) and todo.txt.
         func backUpSample() throws {

@@ -10,14 +10,6 @@ import XCTest
 final class TUIPassphraseTests: XCTestCase {
     private typealias Home = TUIEndToEndTests.Home
 
-    private static func everything(under folder: String) -> String {
-        guard let walker = FileManager.default.enumerator(atPath: folder) else { return "" }
-        var text = ""
-        for case let relative as String in walker {
-            if let data = FileManager.default.contents(atPath: folder + "/" + relative) { text += String(decoding: data, as: UTF8.self) }
-        }
-        return text
-    }
 
     func testAPassphraseTypedInTheInterfaceIsCheckedRunsTheSyncAndIsWrittenNowhere() throws {
         let home = try Home()
@@ -61,7 +53,7 @@ final class TUIPassphraseTests: XCTestCase {
         XCTAssertEqual(try String(contentsOfFile: home.dir.path("out/more.txt"), encoding: .utf8), "second words")
 
         for folder in ["config", "state", "home"] {
-            let written = Self.everything(under: home.dir.path(folder))
+            let written = home.everything(under: folder)
             XCTAssertFalse(written.contains(passphrase), "the passphrase is in \(folder)")
             XCTAssertFalse(written.contains("not it"), "the wrong passphrase is in \(folder)")
         }
@@ -114,7 +106,7 @@ final class TUIPassphraseTests: XCTestCase {
         XCTAssertEqual(try home.scripted(["sync", "--profile", "secret", "--yes"], extra: ["BACKUP_CRYPT_PASSWORD": "form passphrase"]), 0)
         XCTAssertEqual(try home.scripted(["sync", "--profile", "secret"], extra: ["BACKUP_CRYPT_PASSWORD": "form passphrasf"]), 2)
         for folder in ["config", "state", "home"] {
-            XCTAssertFalse(Self.everything(under: home.dir.path(folder)).contains("form passphrase"), "the passphrase is in \(folder)")
+            XCTAssertFalse(home.everything(under: folder).contains("form passphrase"), "the passphrase is in \(folder)")
         }
     }
 }

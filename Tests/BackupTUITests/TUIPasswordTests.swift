@@ -10,15 +10,6 @@ import XCTest
 final class TUIPasswordTests: XCTestCase {
     private typealias Home = TUIEndToEndTests.Home
 
-    /// Every file under `folder`, read as text (binary bytes decoded loosely).
-    private static func everything(under folder: String) -> String {
-        guard let walker = FileManager.default.enumerator(atPath: folder) else { return "" }
-        var text = ""
-        for case let relative as String in walker {
-            if let data = FileManager.default.contents(atPath: folder + "/" + relative) { text += String(decoding: data, as: UTF8.self) }
-        }
-        return text
-    }
 
     func testAPasswordTypedInTheInterfaceRunsTheSyncIsAskedAgainWhenRefusedAndIsWrittenNowhere() throws {
         let home = try Home()
@@ -58,7 +49,7 @@ final class TUIPasswordTests: XCTestCase {
 
         // Nothing of it on disk: not in the config, not in the state.
         for folder in ["config", "state", "home"] {
-            let written = Self.everything(under: home.dir.path(folder))
+            let written = home.everything(under: folder)
             XCTAssertFalse(written.contains(server.secret), "the password is in \(folder)")
             XCTAssertFalse(written.contains("wrong-one"), "the wrong password is in \(folder)")
         }
