@@ -31,6 +31,8 @@ public struct VerifyFinding: Sendable, Equatable {
         case sizeMismatch
         /// Its bytes are not the ones the marker's SHA-256 names.
         case hashMismatch
+        /// Encrypted, it does not decrypt: its bytes on the remote were changed.
+        case undecryptable
         /// The remote lists it, the marker does not name it (not damage: a stray file).
         case extra
     }
@@ -229,6 +231,8 @@ extension BackupApp {
                             try await storage.downloadFile(file.path, into: fd, expectedSize: file.size, onBytes: { _ in })
                         } catch let mismatch as DownloadSizeMismatch {
                             return (index, VerifyFinding(path: file.path, kind: .sizeMismatch, message: mismatch.description))
+                        } catch let damaged as UndecryptableDownload {
+                            return (index, VerifyFinding(path: file.path, kind: .undecryptable, message: damaged.description))
                         } catch let error as CloudError where error.kind == .notFound {
                             return (index, VerifyFinding(path: file.path, kind: .missing, message: "\(file.path) was listed, but cannot be read: \(error.message)"))
                         }

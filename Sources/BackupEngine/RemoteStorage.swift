@@ -124,6 +124,20 @@ public func versionsUnsupported(_ operation: String) -> CloudError {
     CloudError(.transport, "this remote cannot keep versions (\(operation)); set keep_versions = 0 in the profile")
 }
 
+/// A download whose bytes failed a check of their own format (an encrypted file whose chunk
+/// does not open under the keys that opened the key file): the remote's data was changed.
+public struct UndecryptableDownload: Error, Sendable, Equatable, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String { "\(path) does not decrypt (\(reason)): its encrypted bytes on the remote were changed; nothing was placed" }
+}
+
 /// A download whose body was not the size the listing gave: the remote's data failed a check.
 public struct DownloadSizeMismatch: Error, Sendable, Equatable, CustomStringConvertible {
     /// The remote path.

@@ -443,6 +443,7 @@ public final class RestoreEngine: Sendable {
         switch error {
         case let failure as RestoreFailure: failure
         case let mismatch as DownloadSizeMismatch: .sizeMismatch(mismatch)
+        case let damaged as UndecryptableDownload: .undecryptable(damaged)
         case let refused as RefusedPath: .refused(refused)
         case let error as CloudError: .cloud(error)
         case let error as LocalFileError: .local(error)

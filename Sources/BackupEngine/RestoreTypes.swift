@@ -205,6 +205,8 @@ public enum RestoreFailure: Error, Sendable, Equatable, CustomStringConvertible 
     case sizeMismatch(DownloadSizeMismatch)
     /// The file's path may not be restored (it would leave the target, or a link is in the way).
     case refused(RefusedPath)
+    /// The download failed its own format's check (an encrypted chunk that does not open).
+    case undecryptable(UndecryptableDownload)
 
     /// What kind of failure, as a JSON key: "hashMismatch", "sizeMismatch", "local", or the
     /// CloudError kind's key.
@@ -215,13 +217,14 @@ public enum RestoreFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case .hashMismatch: "hashMismatch"
         case .sizeMismatch: "sizeMismatch"
         case .refused: "refusedPath"
+        case .undecryptable: "undecryptable"
         }
     }
 
     /// Whether the remote's data failed a check (exit status 5), rather than a transfer.
     public var isDamage: Bool {
         switch self {
-        case .hashMismatch, .sizeMismatch, .refused: true
+        case .hashMismatch, .sizeMismatch, .refused, .undecryptable: true
         case .cloud, .local: false
         }
     }
@@ -234,6 +237,7 @@ public enum RestoreFailure: Error, Sendable, Equatable, CustomStringConvertible 
             "hash mismatch: \(path) downloaded with SHA-256 \(actual), but the backup recorded \(expected); it was not placed"
         case .sizeMismatch(let mismatch): "size mismatch: \(mismatch.description)"
         case .refused(let refused): refused.description
+        case .undecryptable(let damaged): damaged.description
         }
     }
 }

@@ -207,8 +207,11 @@ public final class CryptStorage: RemoteStorage {
         }
         do {
             _ = try crypt.decryptFile(from: encrypted, to: fd)
+        } catch where error.writeErrno != nil {
+            throw localFileError(errno: error.writeErrno ?? EIO, operation: "write", path: localCopyName(path))
         } catch {
-            throw CloudError(.transport, "\(path) does not decrypt: \(error.message)")
+            // The key file opened with these keys, so a chunk that does not open was changed.
+            throw UndecryptableDownload(path: path, reason: error.message)
         }
     }
 

@@ -6,6 +6,7 @@
 // 2); encryption is never turned on or off for a backup in place (encryptionMismatch); a name too
 // long for its encrypted form is reported by name, with exit status 1.
 
+import BackupStorage
 import BackupTestSupport
 import Foundation
 import XCTest
@@ -253,5 +254,27 @@ final class EncryptionEndToEndTests: XCTestCase {
         let copied = f.dir.path("versions-by-rclone")
         XCTAssertEqual(try rclone(f, ["copy", ":crypt,remote='\(f.remote)/.backup-versions',password='\(obscured)':", copied]).status, 0)
         XCTAssertTrue(try f.tree(copied).contains { $0.key.hasSuffix("/notes.txt") && $0.value == Data("the first words".utf8) })
+    }
+
+    func testAnEncryptedFileChangedOnTheRemoteIsFoundByVerifyAndNeverRestored() throws {
+        let f = try encryptedBackupOfOneFile()
+        _ = try f.write("b.txt", String(repeating: "b", count: 5000))
+        XCTAssertEqual(try f.run("sync").status, 0)
+        XCTAssertEqual(try f.run("verify", "--read-data").status, 0)
+        // One byte of b.txt's sealed copy flipped, at the same size: the size check cannot see it.
+        let (name, data) = try XCTUnwrap(try f.tree(f.remote).first { $0.value.count == Int(RcloneCrypt.encryptedSize(5000)) })
+        var damaged = data
+        damaged[damaged.count / 2] ^= 0x01
+        try damaged.write(to: URL(fileURLWithPath: f.remote + "/" + name))
+
+        let verified = try f.run("verify", "--read-data", "--json")
+        XCTAssertEqual(verified.status, 5, verified.stdout + verified.stderr)
+        let findings = verified.result?["damaged"] as? [[String: Any]] ?? []
+        XCTAssertEqual(findings.map { $0["path"] as? String }, ["b.txt"], verified.stdout)
+        XCTAssertEqual(findings.first?["error"] as? String, "undecryptable", verified.stdout)
+        let target = f.dir.path("out")
+        let restored = try f.run("restore", "--to", target, "--json")
+        XCTAssertEqual(restored.status, 5, restored.stdout + restored.stderr)
+        XCTAssertEqual(try f.tree(target), ["a.txt": Data("first".utf8)], "the changed file was placed")
     }
 }
