@@ -39,9 +39,9 @@ enum PassphrasePrompt {
             var muted = saved
             muted.c_lflag &= ~tcflag_t(ECHO)
             muted.c_lflag |= tcflag_t(ECHONL)
-            _ = tcsetattr(fd, TCSAFLUSH, &muted)
+            _ = tcsetattr(fd, TCSANOW, &muted)
         }
-        defer { if canMute { _ = tcsetattr(fd, TCSAFLUSH, &saved) } }
+        defer { if canMute { _ = tcsetattr(fd, TCSANOW, &saved) } }
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while true {

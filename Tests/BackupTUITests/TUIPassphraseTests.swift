@@ -109,4 +109,35 @@ final class TUIPassphraseTests: XCTestCase {
             XCTAssertFalse(home.everything(under: folder).contains("form passphrase"), "the passphrase is in \(folder)")
         }
     }
+
+    /// `backup init --encrypt` on a terminal, with no passphrase in the environment, asks on the
+    /// terminal with echo off, twice; two that differ are asked again; the key file is written
+    /// with the one typed, which a later run must give.
+    func testInitOnATerminalAsksThePassphraseTwiceWithoutEchoingIt() throws {
+        let home = try Home()
+        addTeardownBlock { home.dir.cleanup() }
+        try home.write("notes.txt", "words")
+        var environment = home.environment
+        environment["BACKUP_CRYPT_PASSWORD"] = ""
+        let tui = try Tmux(width: 100, height: 30, arguments: ["init", "--source", home.source, "--remote", home.remote, "--encrypt"],
+                           environment: environment, directory: home.dir.path)
+        addTeardownBlock { tui.kill() }
+        try tui.wait(for: "passphrase for the encrypted remote")
+        try tui.type("typed at init")
+        try tui.press("Enter")
+        try tui.wait(for: "the same passphrase again")
+        try tui.type("typed at inti")
+        try tui.press("Enter")
+        try tui.wait(for: "the prompt again") { $0.components(separatedBy: "passphrase for the encrypted remote").count == 3 }
+        try tui.type("typed at init")
+        try tui.press("Enter")
+        try tui.wait(for: "the second prompt again") { $0.components(separatedBy: "the same passphrase again").count == 3 }
+        try tui.type("typed at init")
+        try tui.press("Enter")
+        let done = try tui.waitAll(["this backup is encrypted", "[backup exited 0]"])
+        XCTAssertFalse(done.contains("typed at"), "the passphrase was echoed: \(done)")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: home.remote + "/.backup-encrypted"))
+        XCTAssertEqual(try home.scripted(["sync", "--yes"], extra: ["BACKUP_CRYPT_PASSWORD": "typed at inti"]), 2)
+        XCTAssertEqual(try home.scripted(["sync", "--yes"], extra: ["BACKUP_CRYPT_PASSWORD": "typed at init"]), 0)
+    }
 }
