@@ -49,7 +49,7 @@ public struct AppError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { message }
 
     /// An encrypted remote's passphrase is missing or wrong: one typed in may help.
-    public var wantsPassphrase: Bool { kind == "missingPassphrase" || kind == "wrongPassphrase" }
+    public var wantsPassphrase: Bool { kind == Encryption.missingPassphraseKind || kind == Encryption.wrongPassphraseKind }
 
     static func usage(_ message: String) -> AppError { AppError(.usage, message) }
 

@@ -25,11 +25,11 @@ public enum Encryption {
         settings["encrypt"].flatMap(Config.bool) == true
     }
 
-    /// What a front end is asked: the remote, and whether it is the second passphrase.
+    /// What a front end is asked: the remote's (first) passphrase. The second one, when the
+    /// backup has one, comes from the environment or the profile only.
     public struct Question: Sendable {
         public var remote: String
-        public var second: Bool
-        /// A new backup (init): the answer is asked twice, and its loss said.
+        /// A new backup (init): the answer is asked twice.
         public var confirm: Bool
     }
 
@@ -43,8 +43,9 @@ public enum Encryption {
         return isOn(profile.settings)
     }
 
-    /// The JSON kinds of the two refusals.
+    /// The JSON kinds of the refusals.
     static let wrongPassphraseKind = "wrongPassphrase"
+    static let missingPassphraseKind = "missingPassphrase"
     static let mismatchKind = "encryptionMismatch"
 
     static func wrongPassphrase(_ remote: String, _ detail: String) -> AppError {
@@ -52,8 +53,8 @@ public enum Encryption {
             + "Give the passphrase (and the second one, if the backup has one) it was made with", kind: wrongPassphraseKind)
     }
 
-    /// The first passphrase of `settings`' remote, or (`second`) the second one, which may be
-    /// absent. `typed` is one the front end asked for in this process.
+    /// The first passphrase of `settings`' remote, or (`second`) the second one, from the
+    /// environment or the profile's command; nil when neither gives it.
     static func passphrase(second: Bool, settings: [String: String], environment: [String: String]) throws(AppError) -> String? {
         let variable = second ? "BACKUP_CRYPT_PASSWORD2" : "BACKUP_CRYPT_PASSWORD"
         let key = second ? "crypt_password2_command" : "crypt_password_command"
@@ -81,8 +82,9 @@ extension BackupApp {
         // Whether the remote holds the key file; nil when it cannot be told now (the job's own
         // first request then says why).
         var holdsKeyFile: Bool?
+        var keyFile: Data?
         do {
-            _ = try await base.readBytes(CryptStorage.keyFileName)
+            keyFile = try await base.readBytes(CryptStorage.keyFileName)
             holdsKeyFile = true
         } catch let error as CloudError where error.kind == .notFound {
             holdsKeyFile = false
@@ -101,14 +103,14 @@ extension BackupApp {
         remote.encrypted = true
         let configured = try Encryption.passphrase(second: false, settings: settings, environment: environment)
         let first = typedPasswords.passphrase(for: url) ?? configured
-            ?? askPassphrase?(Encryption.Question(remote: remote.displayURL, second: false, confirm: confirmNew && holdsKeyFile == false))
+            ?? askPassphrase?(Encryption.Question(remote: remote.displayURL, confirm: confirmNew && holdsKeyFile == false))
         guard let first, !first.isEmpty else {
             if lockedAllowed {
                 remote.locked = true
                 return remote
             }
             throw AppError(.usage, "no passphrase for the encrypted remote \(remote.displayURL): set BACKUP_CRYPT_PASSWORD, "
-                + "or `crypt_password_command` in the profile, or run on a terminal to be asked", kind: "missingPassphrase")
+                + "or `crypt_password_command` in the profile, or run on a terminal to be asked", kind: Encryption.missingPassphraseKind)
         }
         let second = try Encryption.passphrase(second: true, settings: settings, environment: environment)
         let crypt: RcloneCrypt
@@ -125,13 +127,11 @@ extension BackupApp {
         }
         let storage = CryptStorage(base: base, crypt: crypt, scratch: scratch)
         remote.storage = storage
-        if holdsKeyFile == true {
-            do {
-                _ = try await storage.readKeyFile()
-            } catch let error as CryptError {
-                throw Encryption.wrongPassphrase(remote.displayURL, error.message)
+        if let keyFile {
+            do throws(CryptError) {
+                try storage.openKeyFile(keyFile)
             } catch {
-                throw AppError.from(error)
+                throw Encryption.wrongPassphrase(remote.displayURL, error.message)
             }
             return remote
         }

@@ -13,12 +13,11 @@ enum PassphrasePrompt {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
         guard tty >= 0 else { return nil }
         defer { close(tty) }
-        let label = question.second ? "second passphrase" : "passphrase"
         for _ in 0..<3 {
-            guard let first = read(tty, prompt: "\(label) for the encrypted remote \(TerminalText.visible(question.remote)): ") else { return nil }
+            guard let first = read(tty, prompt: "passphrase for the encrypted remote \(TerminalText.visible(question.remote)): ") else { return nil }
             if first.isEmpty { return nil }
             guard question.confirm else { return first }
-            guard let again = read(tty, prompt: "the same \(label) again: ") else { return nil }
+            guard let again = read(tty, prompt: "the same passphrase again: ") else { return nil }
             if again == first { return first }
             write(tty, "the two differ; once more\n")
         }

@@ -9,9 +9,10 @@
 // contents are encrypted below it (rclone reads them with a crypt remote rooted there). rclone
 // skips the three as names it cannot decrypt.
 //
-// Uploads are encrypted into a private temporary file first (the providers upload from a
-// local file, S3 needs its hash before it sends); downloads land in one and are decrypted into
-// the caller's descriptor. Folders and links are never made on the remote (their names and
+// A folder remote takes an upload's sealed bytes straight into its own temporary file; the
+// others get them through a private temporary file (they upload from a local file, S3 needs
+// its hash before it sends). Downloads land in one and are decrypted into the caller's
+// descriptor. Folders and links are never made on the remote (their names and
 // targets would be plain): the marker, itself encrypted, carries them.
 
 import BackupEngine
@@ -109,6 +110,13 @@ public final class CryptStorage: RemoteStorage {
         } catch let error as CloudError where error.kind == .notFound {
             return false
         }
+        try openKeyFile(sealed)
+        return true
+    }
+
+    /// Checks the key file's bytes (read from the base already) against these keys, as
+    /// `readKeyFile()` does; once they open, the key file is not read again.
+    public func openKeyFile(_ sealed: Data) throws(CryptError) {
         let opened: Data
         do {
             opened = try crypt.decrypt(sealed)
@@ -119,7 +127,6 @@ public final class CryptStorage: RemoteStorage {
             throw CryptError(.wrongKeyOrDamaged, "the key file \(Self.keyFileName) opens but does not hold what backup writes: it is damaged")
         }
         keyFileSeen.withLock { $0 = true }
-        return true
     }
 
     public func list() async throws -> RemoteFileList {
@@ -148,19 +155,24 @@ public final class CryptStorage: RemoteStorage {
         let (source, size, modified) = try openLocalSource(localPath)
         defer { close(source) }
         let remote = try remotePath(path)
+        // Seals the source into `fd`; the copy carries the source's time (a folder or WebDAV
+        // remote gives it to the file, rclone to the file it decrypts). A failed write is the
+        // destination's (`writeFailure`), any other failure the local file's.
+        let crypt = crypt
+        func seal(into fd: Int32, writeFailure: (Int32) -> any Error) throws {
+            do throws(CryptError) {
+                _ = try crypt.encryptFile(from: source, to: fd)
+            } catch {
+                if let code = error.writeErrno { throw writeFailure(code) }
+                throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath) to encrypt it: \(error.message)")
+            }
+            var times = [modified, modified]
+            _ = futimens(fd, &times)
+        }
         // A folder remote takes the sealed bytes straight into its own temporary file.
         if let folder = base as? FolderStorage {
-            let crypt = crypt
             let file = try await folder.writeFilled(remote) { fd, displayPath in
-                do throws(CryptError) {
-                    _ = try crypt.encryptFile(from: source, to: fd)
-                } catch {
-                    if let code = error.writeErrno { throw SystemCallFailure(code: code, operation: "writing", path: displayPath) }
-                    throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath) to encrypt it: \(error.message)")
-                }
-                // The copy carries the source's time (rclone gives it to the file it decrypts).
-                var times = [modified, modified]
-                _ = futimens(fd, &times)
+                try seal(into: fd) { SystemCallFailure(code: $0, operation: "writing", path: displayPath) }
             }
             onBytes(size)
             return RemoteFile(path: path, size: size, remoteId: file.remoteId)
@@ -170,14 +182,7 @@ public final class CryptStorage: RemoteStorage {
             close(fd)
             unlink(temporary)
         }
-        do {
-            _ = try crypt.encryptFile(from: source, to: fd)
-        } catch {
-            throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath) to encrypt it: \(error.message)")
-        }
-        // The copy carries the source's time, which a folder or WebDAV remote gives the file.
-        var times = [modified, modified]
-        _ = futimens(fd, &times)
+        try seal(into: fd) { localFileError(errno: $0, operation: "write", path: temporary) }
         let file = try await base.writeFile(remote, from: temporary) { sent in
             onBytes(min(size, max(0, sent - Int64(RcloneCrypt.headerSize)) * Int64(RcloneCrypt.chunkSize) / Int64(RcloneCrypt.chunkSize + RcloneCrypt.tagSize)))
         }
@@ -207,9 +212,8 @@ public final class CryptStorage: RemoteStorage {
         }
         do {
             _ = try crypt.decryptFile(from: encrypted, to: fd)
-        } catch where error.writeErrno != nil {
-            throw localFileError(errno: error.writeErrno ?? EIO, operation: "write", path: localCopyName(path))
         } catch {
+            if let code = error.writeErrno { throw localFileError(errno: code, operation: "write", path: localCopyName(path)) }
             // The key file opened with these keys, so a chunk that does not open was changed.
             throw UndecryptableDownload(path: path, reason: error.message)
         }

@@ -412,7 +412,7 @@ public struct RcloneCrypt: Sendable {
         return filled
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(CryptError) {
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(CryptError) {
         var done = 0
         while done < bytes.count {
             let wrote = write(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done)
