@@ -60,10 +60,7 @@ final class RestoreScreen: ProfileJobScreen {
 
     /// Whether the restore ended for want of a password this remote takes (missing or refused).
     /// Whether it ended for want of the encrypted remote's passphrase (missing or wrong).
-    private var wantsPassphrase: Bool {
-        if case .failure(let error)? = state.result { return error.wantsPassphrase }
-        return false
-    }
+    private var wantsPassphrase: Bool { PasswordQuestion.wantsPassphrase(state.result) }
 
     private var wantsPassword: Bool {
         if wantsPassphrase { return true }
@@ -124,11 +121,7 @@ final class RestoreScreen: ProfileJobScreen {
         case .passed?: return .ignored
         case .submitted(let typed)?:
             guard !typed.isEmpty else { return .handled }
-            if wantsPassphrase {
-                context.app.typedPasswords.setPassphrase(typed, for: remoteURL)
-            } else {
-                context.app.typedPasswords.set(typed, for: remoteURL, settings: profile?.settings ?? [:])
-            }
+            PasswordQuestion.keep(typed, passphrase: wantsPassphrase, remote: remoteURL, settings: profile?.settings ?? [:], in: context.app.typedPasswords)
             job = Self.start(context, profile, request, placeAll: placeAll)
             state = RestoreJobState()
             seen = -1
@@ -139,7 +132,7 @@ final class RestoreScreen: ProfileJobScreen {
         case .toBackground where state.result == nil:
             return .background
         case .enterPassword where wantsPassword:
-            password = wantsPassphrase ? PasswordQuestion.passphrase(remote: remoteURL) : PasswordQuestion.dialog(remote: remoteURL)
+            password = PasswordQuestion.dialog(remote: remoteURL, passphrase: wantsPassphrase)
         case let move? where ListMove.apply(move, to: &scroll, count: state.plan?.groups.count ?? 1, page: 10): break
         case .showNotes where !state.notes.isEmpty:
             return .push(NotesScreen(what: "restore") { [weak self] in self?.state.notes ?? [] })

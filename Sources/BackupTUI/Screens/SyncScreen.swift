@@ -50,10 +50,7 @@ final class SyncScreen: ProfileJobScreen {
 
     /// Whether the run ended for want of a password this remote takes (missing or refused).
     /// Whether it ended for want of the encrypted remote's passphrase (missing or wrong).
-    private var wantsPassphrase: Bool {
-        if case .failure(let error)? = state.result { return error.wantsPassphrase }
-        return false
-    }
+    private var wantsPassphrase: Bool { PasswordQuestion.wantsPassphrase(state.result) }
 
     private var wantsPassword: Bool {
         if wantsPassphrase { return true }
@@ -118,11 +115,7 @@ final class SyncScreen: ProfileJobScreen {
         case .passed?: return .ignored
         case .submitted(let typed)?:
             guard !typed.isEmpty else { return .handled }
-            if wantsPassphrase {
-                context.app.typedPasswords.setPassphrase(typed, for: profile.remote)
-            } else {
-                context.app.typedPasswords.set(typed, for: profile.remote, settings: profile.settings)
-            }
+            PasswordQuestion.keep(typed, passphrase: wantsPassphrase, remote: profile.remote, settings: profile.settings, in: context.app.typedPasswords)
             restart { _ in }
             return .handled
         case nil: break
@@ -152,7 +145,7 @@ final class SyncScreen: ProfileJobScreen {
                     "Do this only if the change is yours (the old contents are kept as versions where they are on).",
                 ])
             }
-        case .enterPassword: password = wantsPassphrase ? PasswordQuestion.passphrase(remote: profile.remote) : PasswordQuestion.dialog(remote: profile.remote)
+        case .enterPassword: password = PasswordQuestion.dialog(remote: profile.remote, passphrase: wantsPassphrase)
         case .toBackground: return .background
         case .openHold: return .push(HoldScreen(context: context, profile: profile))
         case .showNotes: return .push(NotesScreen(what: "sync") { [weak self] in self?.state.notes ?? [] })

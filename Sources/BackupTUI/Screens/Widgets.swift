@@ -116,6 +116,27 @@ enum PasswordQuestion {
         InputDialog(title: "Passphrase", label: "Passphrase of the encrypted backup on \(Remotes.shownURL(url)) (kept in memory for this session only, never written)",
                     field: TextField(secret: true))
     }
+
+    /// Whether a job ended for want of its encrypted remote's passphrase (missing or wrong),
+    /// rather than the remote's password.
+    static func wantsPassphrase<T>(_ result: Result<T, AppError>?) -> Bool {
+        if case .failure(let error)? = result { return error.wantsPassphrase }
+        return false
+    }
+
+    /// The question a job that ended for want of a secret asks: the passphrase or the password.
+    static func dialog(remote url: String, passphrase: Bool) -> InputDialog {
+        passphrase ? Self.passphrase(remote: url) : dialog(remote: url)
+    }
+
+    /// Keeps what was typed where the job's next run looks for it, for this session only.
+    static func keep(_ typed: String, passphrase: Bool, remote url: String, settings: [String: String], in passwords: TypedPasswords) {
+        if passphrase {
+            passwords.setPassphrase(typed, for: url)
+        } else {
+            passwords.set(typed, for: url, settings: settings)
+        }
+    }
 }
 
 /// A question answered with a line of text, in a box.
