@@ -120,12 +120,13 @@ final class EncryptionEndToEndTests: XCTestCase {
         try awkwardTreeIsReadByRcloneAlone(.s3)
     }
 
-    /// A folder remote holding an encrypted backup of a.txt; the passphrase in the fixture's environment.
-    private func encryptedBackupOfOneFile() throws -> CLIFixture {
+    /// A folder remote holding an encrypted backup of one file (a.txt, "first", unless named);
+    /// the passphrase in the fixture's environment.
+    private func encryptedBackupOfOneFile(_ name: String = "a.txt", _ text: String = "first") throws -> CLIFixture {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
         f.extraEnvironment["BACKUP_CRYPT_PASSWORD"] = passphrase
-        _ = try f.write("a.txt", "first")
+        _ = try f.write(name, text)
         XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote, "--encrypt").status, 0)
         XCTAssertEqual(try f.run("sync", "--yes").status, 0)
         return f
@@ -223,12 +224,7 @@ final class EncryptionEndToEndTests: XCTestCase {
     }
 
     func testVersionsOfAnEncryptedBackupAreEncryptedAndRestoreAsOf() throws {
-        let f = try CLIFixture()
-        addTeardownBlock { f.dir.cleanup() }
-        f.extraEnvironment["BACKUP_CRYPT_PASSWORD"] = passphrase
-        _ = try f.write("notes.txt", "the first words")
-        XCTAssertEqual(try f.run("init", "--source", f.source, "--remote", f.remote, "--encrypt").status, 0)
-        XCTAssertEqual(try f.run("sync", "--yes").status, 0)
+        let f = try encryptedBackupOfOneFile("notes.txt", "the first words")
         Thread.sleep(forTimeInterval: 1.1)
         let formatter = ISO8601DateFormatter()
         let first = formatter.string(from: Date())
