@@ -18,12 +18,13 @@ let package = Package(
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium"),
+        .systemLibrary(name: "CSSH2", path: "Sources/CSSH2", pkgConfig: "libssh2"),
 
         // MARK: The contract: value types, RemoteStorage, SyncEngine, probe, hold, SQLite state
         .target(name: "BackupEngine", dependencies: ["CSQLite", "CCrypto", "CMalloc"]),
 
         // MARK: Providers behind RemoteStorage (FolderStorage is the embedded default)
-        .target(name: "BackupStorage", dependencies: ["BackupEngine", "CCurl", "CCrypto", "CSodium"]),
+        .target(name: "BackupStorage", dependencies: ["BackupEngine", "CCurl", "CCrypto", "CSodium", "CSSH2"]),
 
         // MARK: The local side: scanning, the marker codec, patterns, restore placement
         .target(name: "BackupTree", dependencies: ["BackupEngine", "CCrypto", "CZlib"]),

@@ -65,6 +65,7 @@ public enum RemoteLocation: Sendable, Equatable {
     case folder(String)
     case webdav(WebDAVEndpoint)
     case s3(S3Location)
+    case sftp(SFTPEndpoint)
 }
 
 /// A remote that cannot be set up as given: a malformed URL, a missing credential or a bad
@@ -104,6 +105,9 @@ public struct ProviderCredentials: Sendable, CustomStringConvertible {
     public var awsAccessKeyId: String?
     public var awsSecretAccessKey: String?
     public var awsSessionToken: String?
+    /// The ssh-agent's socket (SSH_AUTH_SOCK) for SFTP; the SFTP password or key passphrase is
+    /// `webdavPassword` (BACKUP_PASSWORD or the password_command, like WebDAV's).
+    public var sshAgentSocket: String?
 
     public init(
         webdavUser: String? = nil, webdavPassword: String? = nil,
@@ -122,9 +126,11 @@ public struct ProviderCredentials: Sendable, CustomStringConvertible {
     /// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN; empty values count as absent.
     public static func fromEnvironment(_ environment: [String: String]) -> ProviderCredentials {
         func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        return ProviderCredentials(
+        var credentials = ProviderCredentials(
             webdavPassword: value("BACKUP_PASSWORD"), awsAccessKeyId: value("AWS_ACCESS_KEY_ID"),
             awsSecretAccessKey: value("AWS_SECRET_ACCESS_KEY"), awsSessionToken: value("AWS_SESSION_TOKEN"))
+        credentials.sshAgentSocket = value("SSH_AUTH_SOCK")
+        return credentials
     }
 
     public var description: String {
@@ -158,6 +164,12 @@ public struct ProviderOptions: Sendable {
     public var multipartThreshold: Int64 = 64 << 20
     /// The size of each part of a multipart upload (S3 needs at least 5 MiB but for the last).
     public var multipartPartSize: Int64 = 16 << 20
+    /// The SFTP private key file (`identity_file`).
+    public var identityFile: String?
+    /// Where SFTP host keys are checked and accepted.
+    public var knownHosts = KnownHosts()
+    /// The SFTP user when neither the URL nor the profile names one: the local login name.
+    public var localUser: String?
 
     /// The `ca_file` setting.
     public var caFile: String? {
@@ -193,7 +205,7 @@ public enum RemoteURL {
                text[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." })
             {
                 throw invalid(text, "\"\(text[..<colon]):\" is not a known kind of remote; "
-                    + "use a folder path, file:///path, webdav://host/path, webdavs://host/path or s3://bucket/prefix")
+                    + "use a folder path, file:///path, webdav://host/path, webdavs://host/path, s3://bucket/prefix or sftp://user@host/path")
             }
             return .folder(text)
         }
@@ -210,9 +222,11 @@ public enum RemoteURL {
             return .webdav(try parseWebDAV(text, rest, secure: scheme == "webdavs"))
         case "s3":
             return .s3(try parseS3(text, rest))
+        case "sftp":
+            return .sftp(try parseSFTP(text, rest))
         default:
             throw invalid(text, "\"\(scheme)://\" is not a known kind of remote; "
-                + "use a folder path, file:///path, webdav://host/path, webdavs://host/path or s3://bucket/prefix")
+                + "use a folder path, file:///path, webdav://host/path, webdavs://host/path, s3://bucket/prefix or sftp://user@host/path")
         }
     }
 
@@ -284,6 +298,21 @@ public enum RemoteURL {
         }
         let folder = try pathComponents(text, String(rest[slash...]))
         return WebDAVEndpoint(secure: secure, host: String(host), port: port, user: user, folder: folder)
+    }
+
+    private static func parseSFTP(_ text: String, _ rest: String) throws -> SFTPEndpoint {
+        // The authority is read as WebDAV's is (user@host:port, IPv6 in brackets).
+        let server = try parseWebDAV(text, rest, secure: false)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        var folder = server.folder
+        let inHome = folder.first == "~"
+        if inHome { folder.removeFirst() }
+        if folder.contains("~") { throw invalid(text, "\"~\" can only begin the path (sftp://host/~/folder: in the login folder)") }
+        if !inHome && folder.isEmpty && rest[slash...].count <= 1 {
+            throw invalid(text, "it names no folder on the server; write sftp://user@host/path/to/folder "
+                + "(or sftp://user@host/~/folder for one in the login folder)")
+        }
+        return SFTPEndpoint(host: server.host, port: server.port ?? 22, user: server.user, folder: folder, inHome: inHome)
     }
 
     private static func parseS3(_ text: String, _ rest: String) throws -> S3Location {
@@ -363,5 +392,19 @@ public func makeStorage(
         return try S3Storage(
             location: location, accessKeyId: keyId, secretAccessKey: secret, sessionToken: credentials.awsSessionToken,
             options: options)
+    case .sftp(var endpoint):
+        guard let user = endpoint.user ?? credentials.webdavUser ?? options.localUser else {
+            throw RemoteSetupError(.invalidOption, "no user for \(endpoint.displayURL): write sftp://user@host/path or set user in the profile")
+        }
+        endpoint.user = user
+        if credentials.sshAgentSocket == nil && options.identityFile == nil && credentials.webdavPassword == nil {
+            throw RemoteSetupError(.missingCredential, "no way to log in to \(endpoint.displayURL): start an ssh-agent (SSH_AUTH_SOCK), "
+                + "set identity_file in the profile (--identity-file), or give a password with BACKUP_PASSWORD or the profile's "
+                + "password_command")
+        }
+        let ssh = SSHCredentials(user: user, agentSocket: credentials.sshAgentSocket, identityFile: options.identityFile,
+                                 secret: credentials.webdavPassword)
+        return SFTPStorage(endpoint: endpoint, credentials: ssh, knownHosts: options.knownHosts, connections: options.transfers,
+                           timeoutSeconds: options.http.stallTimeout)
     }
 }
