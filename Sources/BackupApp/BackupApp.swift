@@ -17,6 +17,9 @@ public struct BackupApp: Sendable {
     /// How the front end asks for an encrypted remote's passphrase when neither the
     /// environment nor the profile gives it (a terminal prompt); nil: it cannot ask.
     public var askPassphrase: Encryption.Ask?
+    /// `--accept-host-key`: the SFTP host key fingerprint the person checked and accepts for
+    /// this command's remote (written to the tool's own known_hosts when it matches).
+    public var acceptHostKey: String?
 
     public init(paths: AppPaths = AppPaths(), configPath: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.paths = paths
@@ -28,7 +31,13 @@ public struct BackupApp: Sendable {
     /// password typed for it in this process: the one way every job opens its remote.
     func openRemote(_ url: String, settings: [String: String], readOnly: Bool = false) throws(AppError) -> OpenedRemote {
         try Remotes.open(url, settings: settings, environment: environment, readOnly: readOnly,
-                         typedPassword: typedPasswords.password(for: url, settings: settings))
+                         typedPassword: typedPasswords.password(for: url, settings: settings), knownHosts: knownHosts)
+    }
+
+    /// Where SFTP host keys are checked: `~/.ssh/known_hosts`, then the tool's own file.
+    var knownHosts: KnownHosts {
+        KnownHosts.standard(home: environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory(),
+                            configFolder: paths.configFolder, accept: acceptHostKey)
     }
 
     public func loadConfig() throws(AppError) -> Config {

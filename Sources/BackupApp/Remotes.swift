@@ -28,8 +28,10 @@ public enum Remotes {
     /// Whether `url` names a remote whose password a person can type in (WebDAV; S3 keys and
     /// folders are not asked for).
     public static func takesPassword(_ url: String) -> Bool {
-        if case .webdav? = try? RemoteURL.parse(url) { return true }
-        return false
+        switch try? RemoteURL.parse(url) {
+        case .webdav?, .sftp?: true
+        default: false
+        }
     }
 
     /// `url` as it may be shown: a password written into it masked.
@@ -39,7 +41,7 @@ public enum Remotes {
     /// BACKUP_PASSWORD and the password_command: it is the person's latest word.
     public static func open(
         _ url: String, settings: [String: String] = [:], environment: [String: String] = ProcessInfo.processInfo.environment,
-        readOnly: Bool = false, typedPassword: String? = nil
+        readOnly: Bool = false, typedPassword: String? = nil, knownHosts: KnownHosts = KnownHosts()
     ) throws(AppError) -> OpenedRemote {
         let location: RemoteLocation
         do {
@@ -67,6 +69,9 @@ public enum Remotes {
         if let transfers = settings["transfers"].flatMap(Int.init) { options.transfers = transfers }
         if let region = settings["region"] { options.s3Region = region }
         if let endpoint = settings["endpoint"] { options.s3Endpoint = endpoint }
+        if let identityFile = settings["identity_file"] { options.identityFile = expandedHome(identityFile, environment) }
+        options.knownHosts = knownHosts
+        options.localUser = environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["LOGNAME"]
         if let pathStyle = settings["path_style"] { options.s3PathStyle = ["yes", "true", "1", "on"].contains(pathStyle.lowercased()) }
         let display = RemoteURL.redacted(url)
         do {
@@ -77,6 +82,12 @@ public enum Remotes {
             throw .usage((error as? RemoteSetupError)?.message ?? "cannot use the remote \(display): \(error)")
         }
     }
+}
+
+/// `path` with a leading "~/" made the home folder.
+func expandedHome(_ path: String, _ environment: [String: String]) -> String {
+    guard path.hasPrefix("~/"), let home = environment["HOME"], !home.isEmpty else { return path }
+    return home + path.dropFirst()
 }
 
 /// Passwords typed into the interface, by remote: held in this process's memory only, never
