@@ -34,6 +34,15 @@ public struct BackupApp: Sendable {
                          typedPassword: typedPasswords.password(for: url, settings: settings), knownHosts: knownHosts)
     }
 
+    /// Sets `acceptHostKey` (`--accept-host-key`), refusing what is not a SHA-256 fingerprint.
+    public mutating func accept(hostKey fingerprint: String) throws(AppError) {
+        guard KnownHosts.isFingerprint(fingerprint) else {
+            throw AppError(.usage, "--accept-host-key \"\(TerminalText.visible(fingerprint))\": give the key's SHA-256 fingerprint "
+                + "as ssh-keygen -lf prints it (SHA256: and 43 characters)")
+        }
+        acceptHostKey = fingerprint
+    }
+
     /// Where SFTP host keys are checked: `~/.ssh/known_hosts`, then the tool's own file.
     var knownHosts: KnownHosts {
         KnownHosts.standard(home: environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory(),

@@ -70,6 +70,10 @@ public enum Remotes {
         if let region = settings["region"] { options.s3Region = region }
         if let endpoint = settings["endpoint"] { options.s3Endpoint = endpoint }
         if let identityFile = settings["identity_file"] { options.identityFile = expandedHome(identityFile, environment) }
+        if let home = environment["HOME"], !home.isEmpty {
+            options.defaultIdentityFiles = ["id_ed25519", "id_ecdsa", "id_rsa"].map { home + "/.ssh/" + $0 }
+                .filter { FileManager.default.isReadableFile(atPath: $0) }
+        }
         options.knownHosts = knownHosts
         options.localUser = environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["LOGNAME"]
         if let pathStyle = settings["path_style"] { options.s3PathStyle = ["yes", "true", "1", "on"].contains(pathStyle.lowercased()) }

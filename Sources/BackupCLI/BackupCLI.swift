@@ -39,6 +39,7 @@ public enum BackupCLI {
                 return .success
             }
             var app = BackupApp(configPath: command.value("config"))
+            if let fingerprint = command.value("accept-host-key") { try app.accept(hostKey: fingerprint) }
             if let status = await TUIBridge.run(command, app: app) { return status }
             // A passphrase neither the environment nor the profile gives is asked on the
             // terminal, when there is one (never in a script without one).

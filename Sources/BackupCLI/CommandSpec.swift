@@ -107,13 +107,16 @@ public enum CommandTree {
 
     static let json = OptionSpec("json", help: "Print JSON lines on standard output: progress events and a last \"result\" line.")
     static let noTUI = OptionSpec("no-tui", help: "Run without the full-screen interface even on a terminal.")
+    static let acceptHostKey = OptionSpec(
+        "accept-host-key", .text("SHA256:FINGERPRINT"),
+        help: "For an sftp:// remote: trust the server's host key when its SHA-256 fingerprint is this one (check it on the server with ssh-keygen -lf), writing the key to $XDG_CONFIG_HOME/backup/known_hosts; also how a key that changed is trusted again.")
 
     public static let root = CommandSpec(
         "backup",
         summary: "mirror a folder to a remote and restore it group by group",
         discussion: """
             backup keeps a plain mirror of a folder on a remote: a folder on another disk or a NAS share, \
-            a WebDAV server, or an S3 bucket. Files on the remote are the files you see, under the same names. \
+            a WebDAV server, an S3 bucket, or an SSH server over SFTP. Files on the remote are the files you see, under the same names. \
             Guards keep a bad day from deleting the backup: an empty or missing source, a run that would delete \
             more than half of the backup, a switched account, a remote that vanished (an unmounted disk), a \
             remote another profile writes to, and a write hold you can set at any time.
@@ -124,11 +127,13 @@ public enum CommandTree {
                 discussion: "Writes a profile to the config file (mode 0600), with a new writer id (an existing profile keeps its own). The source folder must exist. The last folder of the remote path is created when it is missing: a folder remote only when its parent exists (a missing parent usually means a disk that is not mounted), printing the mount point of the filesystem it was created on; a WebDAV folder by MKCOL; never an S3 bucket. Given no --group, a profile for a remote that already holds a backup takes that backup's groups from its marker (and says so), so its first sync keeps them; a group the marker names that a profile could not hold (a name with a control character, an invalid pattern) is not taken, and a note says to give the groups with --group.",
                 options: [
                     OptionSpec("source", .directory("DIR"), required: true, help: "The folder to back up."),
-                    OptionSpec("remote", .remote("URL"), required: true, help: "Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix."),
+                    OptionSpec("remote", .remote("URL"), required: true, help: "Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix, sftp://user@host[:port]/path (sftp://host/~/path: under the user's home)."),
+                    OptionSpec("identity-file", .file("FILE"), help: "For an sftp:// remote: the private key to log in with (identity_file in the profile); its passphrase comes from BACKUP_PASSWORD or the profile's password_command. An ssh-agent (SSH_AUTH_SOCK) is tried first."),
                     OptionSpec("group", .text("NAME=PATTERN[,required]"), repeatable: true, help: "A restore group: files matching PATTERN; required groups are restored first. Repeat for more patterns or groups."),
                     OptionSpec("exclude", .text("PATTERN"), repeatable: true, help: "A gitignore-style pattern of paths never backed up."),
                     OptionSpec("encrypt", help: "Encrypt the backup in rclone crypt's format (encrypt = yes): every file's name and content, the marker and the versions. The passphrase comes from BACKUP_CRYPT_PASSWORD, the profile's crypt_password_command, or a prompt on a terminal (asked twice); it is written nowhere, and a lost passphrase means a lost backup."),
                     OptionSpec("force", help: "Replace an existing profile of the same name."),
+                    acceptHostKey,
                 ]),
             CommandSpec(
                 "sync", summary: "back up the source to the remote",
@@ -148,7 +153,7 @@ public enum CommandTree {
             CommandSpec(
                 "probe", summary: "look at the remote without writing",
                 discussion: "Reports the probe's outcome: unavailable, failed, none (an empty remote), notReady (files but no readable marker) or found. An encrypted remote is probed without its passphrase when none is given: its plain key file says \"found, encrypted\".",
-                options: [json]),
+                options: [json, acceptHostKey]),
             CommandSpec(
                 "restore", summary: "restore a backup, group by group",
                 discussion: "Downloads into a staging folder inside the target, verifies each file's SHA-256 against the marker, and places group by group, required groups first. Interrupted restores continue with --resume. Nothing is ever written outside the target.",
@@ -163,7 +168,7 @@ public enum CommandTree {
                     OptionSpec("place", .choice(["all", "ask"]), help: "Place every group (all, the default) or ask per group (ask)."),
                     OptionSpec("overwrite", help: "Replace local files that differ; without it their group is rejected and reported."),
                     OptionSpec("abandon", help: "Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete. Restores nothing."),
-                    json, noTUI,
+                    acceptHostKey, json, noTUI,
                 ]),
             CommandSpec(
                 "verify", summary: "check the remote against the backup's marker",
@@ -171,7 +176,7 @@ public enum CommandTree {
                 options: [
                     OptionSpec("read-data", .optional("PERCENT"), help: "Download and check every file's SHA-256; with =PERCENT (1 to 100) only that share of the files, chosen so that successive runs cover the whole backup (where the last run stopped is kept in the profile's state)."),
                     OptionSpec("remote", .remote("URL"), help: "Verify this remote without a profile."),
-                    json, noTUI,
+                    acceptHostKey, json, noTUI,
                 ]),
             CommandSpec(
                 "versions", summary: "list the kept versions, or one file's",
@@ -179,7 +184,7 @@ public enum CommandTree {
                 arguments: [ArgumentSpec(name: "PATH", optional: true, help: "A file as the backup names it (like docs/taxes/2025.pdf).")],
                 options: [
                     OptionSpec("remote", .remote("URL"), help: "Look at this remote without a profile."),
-                    json, noTUI,
+                    acceptHostKey, json, noTUI,
                 ]),
             CommandSpec(
                 "hold", summary: "show, set or clear the write hold",

@@ -31,6 +31,14 @@ public struct KnownHosts: Sendable, Equatable {
         KnownHosts(readOnlyFiles: [home + "/.ssh/known_hosts"], ownFile: configFolder + "/known_hosts", acceptFingerprint: accept)
     }
 
+    /// Whether `text` is a SHA-256 fingerprint as OpenSSH prints it: `SHA256:` and the hash in
+    /// base64 without its padding (43 characters).
+    public static func isFingerprint(_ text: String) -> Bool {
+        guard text.hasPrefix("SHA256:") else { return false }
+        let hash = text.dropFirst(7)
+        return hash.count == 43 && hash.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/") }
+    }
+
     /// How a host is named in a known_hosts file: `host`, or `[host]:port` off port 22.
     static func token(host: String, port: Int) -> String {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
@@ -130,11 +138,12 @@ public struct KnownHosts: Sendable, Equatable {
             throw CloudError(.authRevoked, "WARNING: the host key of \(name) has CHANGED since it was trusted (\(changed)): "
                 + "it is now \(fingerprint) (\(type)). Someone may be intercepting the connection; nothing was sent to it. "
                 + "If the server's key was really replaced, check the new fingerprint on the server (ssh-keygen -lf "
-                + "/etc/ssh/ssh_host_*_key.pub) and accept it with --accept-host-key \(fingerprint)")
+                + "/etc/ssh/ssh_host_*_key.pub) and accept it with `backup probe --accept-host-key \(fingerprint)` (or on "
+                + "init, or restore --remote)")
         }
         throw CloudError(.authRevoked, "the host key of \(name) is not known: \(fingerprint) (\(type)); nothing was sent to it. "
             + "Check the fingerprint on the server (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub) and accept it with "
-            + "`backup init … --accept-host-key \(fingerprint)` (or `backup restore --remote … --accept-host-key \(fingerprint)`)")
+            + "`backup init … --accept-host-key \(fingerprint)` (also on `backup restore --remote …` and `backup probe`)")
     }
 
     /// Writes the key to the tool's own file (0600, its folder 0700), replacing the lines it

@@ -166,6 +166,9 @@ public struct ProviderOptions: Sendable {
     public var multipartPartSize: Int64 = 16 << 20
     /// The SFTP private key file (`identity_file`).
     public var identityFile: String?
+    /// OpenSSH's default keys that exist (`~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`), tried
+    /// when no `identity_file` is set, as ssh does.
+    public var defaultIdentityFiles: [String] = []
     /// Where SFTP host keys are checked and accepted.
     public var knownHosts = KnownHosts()
     /// The SFTP user when neither the URL nor the profile names one: the local login name.
@@ -397,13 +400,15 @@ public func makeStorage(
             throw RemoteSetupError(.invalidOption, "no user for \(endpoint.displayURL): write sftp://user@host/path or set user in the profile")
         }
         endpoint.user = user
-        if credentials.sshAgentSocket == nil && options.identityFile == nil && credentials.webdavPassword == nil {
+        if credentials.sshAgentSocket == nil && options.identityFile == nil && options.defaultIdentityFiles.isEmpty
+            && credentials.webdavPassword == nil {
             throw RemoteSetupError(.missingCredential, "no way to log in to \(endpoint.displayURL): start an ssh-agent (SSH_AUTH_SOCK), "
                 + "set identity_file in the profile (--identity-file), or give a password with BACKUP_PASSWORD or the profile's "
                 + "password_command")
         }
-        let ssh = SSHCredentials(user: user, agentSocket: credentials.sshAgentSocket, identityFile: options.identityFile,
+        var ssh = SSHCredentials(user: user, agentSocket: credentials.sshAgentSocket, identityFile: options.identityFile,
                                  secret: credentials.webdavPassword)
+        if options.identityFile == nil { ssh.defaultIdentityFiles = options.defaultIdentityFiles }
         return SFTPStorage(endpoint: endpoint, credentials: ssh, knownHosts: options.knownHosts, connections: options.transfers,
                            timeoutSeconds: options.http.stallTimeout)
     }

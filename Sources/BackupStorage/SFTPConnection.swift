@@ -19,6 +19,9 @@ public struct SSHCredentials: Sendable, CustomStringConvertible {
     public var agentSocket: String?
     /// A private key file (`identity_file`).
     public var identityFile: String?
+    /// Keys tried after it when they exist (OpenSSH's defaults, when no `identity_file` is set):
+    /// without a passphrase, then with `secret`; one that does not open is passed over.
+    public var defaultIdentityFiles: [String] = []
     public var secret: String?
 
     public init(user: String, agentSocket: String? = nil, identityFile: String? = nil, secret: String? = nil) {
@@ -205,6 +208,17 @@ final class SFTPConnection {
             }
             if rc != LIBSSH2_ERROR_AUTHENTICATION_FAILED && rc != LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED {
                 throw failure(session, rc, "authenticating to \(server) with \(keyFile) failed", server: server)
+            }
+        }
+        if offered.contains("publickey") && credentials.identityFile == nil {
+            for keyFile in credentials.defaultIdentityFiles where FileManager.default.isReadableFile(atPath: keyFile) {
+                for passphrase in [nil, credentials.secret] {
+                    let rc = libssh2_userauth_publickey_fromfile_ex(session, user, userLength, nil, keyFile, passphrase)
+                    if rc == 0 { return }
+                    // A key the server refused is not tried again with a passphrase.
+                    if rc != LIBSSH2_ERROR_FILE { break }
+                }
+                tried.append("the key \(keyFile)")
             }
         }
         if credentials.identityFile == nil, let password = credentials.secret {

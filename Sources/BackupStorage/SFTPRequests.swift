@@ -52,6 +52,18 @@ extension SFTPConnection {
         }, type: SFTP.setstat))
     }
 
+    /// lsetstat@openssh.com: a link's own times (SETSTAT would follow it). False when the
+    /// server lacks the extension.
+    func setLinkTimes(_ path: [UInt8], seconds: UInt32) throws -> Bool {
+        guard extensions.contains("lsetstat@openssh.com") else { return false }
+        try expectOK(call({ packet in
+            packet.string("lsetstat@openssh.com")
+            packet.string(path)
+            SFTPAttributes(atime: seconds, mtime: seconds).encode(into: &packet)
+        }, type: SFTP.extended))
+        return true
+    }
+
     func setAttributes(handle: [UInt8], _ attributes: SFTPAttributes) throws {
         try expectOK(call({ packet in
             packet.string(handle)

@@ -427,6 +427,9 @@ public struct SFTPStorage: RemoteStorage {
                         failed.append(shown(parts))
                         continue
                     }
+                    // The link's own time, where the server can set it (OpenSSH's lsetstat).
+                    let seconds = UInt32(clamping: max(0, entry.metadata.mtimeNanoseconds / 1_000_000_000))
+                    _ = try? connection.setLinkTimes(bytes(parts), seconds: seconds)
                 case .file, .hardLink:
                     continue
                 }

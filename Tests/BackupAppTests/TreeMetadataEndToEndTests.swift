@@ -1,5 +1,5 @@
 // The tree comes back, not only the files: through each provider (a folder, `rclone serve
-// webdav`, `rclone serve s3`), as root and as an unprivileged user, a restore gives every
+// webdav`, `rclone serve s3`, OpenSSH's sshd over SFTP), as root and as an unprivileged user, a restore gives every
 // entry the type, permission bits, modification time (to the nanosecond), owner, link target
 // and hard-link pairing the source had, empty folders and folder modes included. A change of
 // metadata alone uploads no file, and the sync after it uploads nothing.
@@ -14,7 +14,7 @@ import Glibc
 #endif
 
 final class TreeMetadataEndToEndTests: XCTestCase {
-    private enum Provider { case folder, webdav, s3 }
+    private enum Provider { case folder, webdav, s3, sftp }
 
     /// What a restore must reproduce of one entry (`lstat`, never following links).
     private struct Entry: Equatable, CustomStringConvertible {
@@ -124,12 +124,23 @@ final class TreeMetadataEndToEndTests: XCTestCase {
 
     /// `mirror`: `target` is a folder remote, which holds the tool's own files too and keeps
     /// the two names of a hard link as two files (as `rsync -a` does).
-    private func assertSameTree(_ source: String, _ target: String, mirror: Bool = false, file: StaticString = #filePath, line: UInt = #line) {
+    /// `server`: `target` is what an SFTP server holds, whose times are whole seconds and whose
+    /// files keep the owner sshd gave them.
+    private func assertSameTree(_ source: String, _ target: String, mirror: Bool = false, server: Bool = false,
+                                file: StaticString = #filePath, line: UInt = #line) {
         var expected = entries(source), restored = entries(target)
         if mirror {
             restored = restored.filter { !$0.key.hasPrefix(".backup") }
             for key in expected.keys { expected[key]?.firstName = nil }
             for key in restored.keys { restored[key]?.firstName = nil }
+        }
+        if server {
+            for (key, entry) in expected {
+                expected[key]?.mtime = entry.mtime / 1_000_000_000 * 1_000_000_000
+                expected[key]?.uid = 0
+                expected[key]?.gid = 0
+                if entry.type != S_IFDIR && entry.type != S_IFLNK { expected[key]?.mode = entry.mode & 0o777 }
+            }
         }
         XCTAssertEqual(Set(restored.keys), Set(expected.keys), "the restored tree has other entries", file: file, line: line)
         for (path, entry) in expected.sorted(by: { $0.key < $1.key }) {
@@ -141,9 +152,14 @@ final class TreeMetadataEndToEndTests: XCTestCase {
         let f = try CLIFixture()
         addTeardownBlock { f.dir.cleanup() }
         let remoteURL: String
+        var sftpRoot: String?
         switch provider {
         case .folder:
             remoteURL = f.remote
+        case .sftp:
+            let sftp = try servedSFTP(f)
+            remoteURL = sftp.url
+            sftpRoot = sftp.root
         case .webdav, .s3:
             let server = try RcloneServer(provider == .webdav ? .webdav : .s3, root: try f.dir.makeFolder("served"))
             addTeardownBlock { server.stop() }
@@ -164,6 +180,8 @@ final class TreeMetadataEndToEndTests: XCTestCase {
         if nobody {
             f.asNobody = true
             for folder in ["", "home", "remote"] { chmod(f.dir.path(folder), 0o777) }
+            // The SSH key and the trusted host key are nobody's own, as they would be.
+            if provider == .sftp { try SSHServer.shell(["chown", "-R", "65534:65534", f.dir.path("home"), f.dir.path("config")]) }
         }
         try makeTree(f, owner: nobody ? (65534, 65534) : nil)
 
@@ -173,6 +191,7 @@ final class TreeMetadataEndToEndTests: XCTestCase {
         XCTAssertEqual(first.result?["uploaded"] as? Int, 6, "files, each name of the hard-linked pair included: \(first.stdout)")
         // A folder remote is a mirror of the tree itself, as `rsync -a` would leave it.
         if provider == .folder { assertSameTree(f.source, f.remote, mirror: true) }
+        if let sftpRoot { assertSameTree(f.source, sftpRoot, mirror: true, server: true) }
         let target = f.dir.path("restored")
         let restore = try f.run("restore", "--to", target, "--json")
         XCTAssertEqual(restore.status, 0, restore.stdout + restore.stderr)
@@ -191,6 +210,7 @@ final class TreeMetadataEndToEndTests: XCTestCase {
         XCTAssertEqual(changed.result?["marker_uploaded"] as? Bool, true, changed.stdout)
         XCTAssertEqual(changed.result?["metadata_updated"] as? Int, 3, "the chmod, and the touch of a file with two names: \(changed.stdout)")
         if provider == .folder { assertSameTree(f.source, f.remote, mirror: true) }
+        if let sftpRoot { assertSameTree(f.source, sftpRoot, mirror: true, server: true) }
         let after = try f.run("sync", "--json")
         XCTAssertEqual(after.result?["uploaded"] as? Int, 0, after.stdout)
         XCTAssertEqual(after.result?["marker_uploaded"] as? Bool, false, after.stdout)
@@ -206,6 +226,8 @@ final class TreeMetadataEndToEndTests: XCTestCase {
     func testWebDAVRestoresTheTreeAsAnUnprivilegedUser() throws { try roundTrip(.webdav, asNobody: true) }
     func testS3RestoresTheTreeAsRoot() throws { try roundTrip(.s3, asNobody: false) }
     func testS3RestoresTheTreeAsAnUnprivilegedUser() throws { try roundTrip(.s3, asNobody: true) }
+    func testSFTPRestoresTheTreeAndTheServerHoldsItAsRoot() throws { try roundTrip(.sftp, asNobody: false) }
+    func testSFTPRestoresTheTreeAsAnUnprivilegedUser() throws { try roundTrip(.sftp, asNobody: true) }
 
     // MARK: A link where files of the backup lie below it
 

@@ -58,6 +58,7 @@ final class VerifyEndToEndTests: XCTestCase {
 
     func testDamageIsFoundAndNamedOnAFolderRemote() throws { try damageIsFoundAndNamed(.folder) }
     func testDamageIsFoundAndNamedOnWebDAV() throws { try damageIsFoundAndNamed(.webdav) }
+    func testDamageIsFoundAndNamedOnSFTP() throws { try damageIsFoundAndNamed(.sftp) }
     func testDamageIsFoundAndNamedOnS3() throws { try damageIsFoundAndNamed(.s3) }
 
     func testTenRunsOfReadDataTenPercentReadEveryFileOnce() throws {

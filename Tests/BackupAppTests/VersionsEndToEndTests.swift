@@ -82,6 +82,7 @@ final class VersionsEndToEndTests: XCTestCase {
     func testThreeSyncsThenEachTimeRestoresOnAFolderRemote() throws { try threeSyncsThenEachTimeRestores(.folder) }
     func testThreeSyncsThenEachTimeRestoresOnWebDAV() throws { try threeSyncsThenEachTimeRestores(.webdav) }
     func testThreeSyncsThenEachTimeRestoresOnS3() throws { try threeSyncsThenEachTimeRestores(.s3) }
+    func testThreeSyncsThenEachTimeRestoresOnSFTP() throws { try threeSyncsThenEachTimeRestores(.sftp) }
 
     private func setKey(_ f: CLIFixture, _ line: String) throws {
         let path = f.dir.path("config/backup/config")
