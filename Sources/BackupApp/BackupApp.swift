@@ -103,11 +103,15 @@ public struct BackupApp: Sendable {
         var (checked, config) = try checkedProfile(profile, replace: replace)
         var notes: [String] = []
         if let created = try Self.createFolderRemote(checked.remote) { notes.append(created) }
-        if creatingRemote, case .webdav? = try? RemoteURL.parse(checked.remote) {
+        if creatingRemote, let parsed = try? RemoteURL.parse(checked.remote), parsed.isServerFolder {
             let remote = try openRemote(checked.remote, settings: checked.settings)
-            if let webdav = remote.storage as? WebDAVStorage {
+            if let server = remote.storage as? CreatesRemoteFolder {
                 do {
-                    if try await webdav.createRemoteFolder() { notes.append("created the remote folder \(remote.displayURL)") }
+                    if try await server.createRemoteFolder() { notes.append("created the remote folder \(remote.displayURL)") }
+                } catch let error as CloudError where error.kind == .authRevoked && parsed.isSFTP {
+                    // An SSH server whose host key is not trusted (or that refuses the login) is
+                    // refused here, saying how to trust it: a profile it cannot reach is no use.
+                    throw AppError(.failure, error.message + "; the profile was not written", authRefused: true)
                 } catch {
                     notes.append("could not create the remote folder \(remote.displayURL): \(AppError.from(error).message); "
                         + "the profile is written: create the folder on the server (or correct the URL) before the first sync")

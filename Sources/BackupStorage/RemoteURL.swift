@@ -66,7 +66,29 @@ public enum RemoteLocation: Sendable, Equatable {
     case webdav(WebDAVEndpoint)
     case s3(S3Location)
     case sftp(SFTPEndpoint)
+
+    /// A folder on a server, which `backup init` creates when it is missing (WebDAV, SFTP).
+    public var isServerFolder: Bool {
+        switch self {
+        case .webdav, .sftp: true
+        case .folder, .s3: false
+        }
+    }
+
+    public var isSFTP: Bool {
+        if case .sftp = self { return true }
+        return false
+    }
 }
+
+/// A remote whose folder `backup init` creates when it is missing (its parent must exist).
+public protocol CreatesRemoteFolder: Sendable {
+    /// Creates the remote folder when it is missing; whether it did.
+    func createRemoteFolder() async throws -> Bool
+}
+
+extension WebDAVStorage: CreatesRemoteFolder {}
+extension SFTPStorage: CreatesRemoteFolder {}
 
 /// A remote that cannot be set up as given: a malformed URL, a missing credential or a bad
 /// option. The message names the URL (without credentials) and says what to change.

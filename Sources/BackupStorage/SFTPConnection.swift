@@ -37,8 +37,8 @@ public struct SSHCredentials: Sendable, CustomStringConvertible {
     }
 }
 
-/// libssh2, set up once per process.
-private let libssh2Ready: Int32 = libssh2_init(0)
+/// libssh2 (and OpenSSL under it, without its exit-time cleanup), set up once per process.
+private let libssh2Ready: Int32 = backup_ssh2_init()
 
 /// An SSH connection and its SFTP channel. Not thread-safe; owned by one caller at a time.
 final class SFTPConnection {

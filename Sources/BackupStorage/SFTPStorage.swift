@@ -162,6 +162,28 @@ public struct SFTPStorage: RemoteStorage {
         }
     }
 
+    /// Creates the remote folder itself, the last folder of the URL's path, when it is missing;
+    /// its parent must exist. Only `backup init` calls it (a sync never creates the remote
+    /// folder). Returns whether it was created.
+    public func createRemoteFolder() async throws -> Bool {
+        try await run("creating", []) { connection in
+            if let found = try connection.attributesIfPresent(endpoint.rootBytes) {
+                guard found.isFolder else {
+                    throw CloudError(.notAvailable, "\(shown([])) is not a folder on the server; give the remote a folder's path")
+                }
+                return false
+            }
+            var parent = endpoint
+            parent.folder.removeLast()
+            guard !endpoint.folder.isEmpty, try connection.attributesIfPresent(parent.rootBytes)?.isFolder == true else {
+                throw CloudError(.notAvailable, "the parent folder of \(shown([])) does not exist on the server; create it "
+                    + "(ssh \(endpoint.server) mkdir -p \(parent.rootForMessages)) or fix the remote's path")
+            }
+            try connection.makeFolder(endpoint.rootBytes)
+            return true
+        }
+    }
+
     /// Makes the folders of `parts` below the root that are missing (the root never).
     private func makeFolders(_ parts: ArraySlice<String>, on connection: SFTPConnection) throws {
         guard !parts.isEmpty else { return }

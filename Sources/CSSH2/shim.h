@@ -5,6 +5,15 @@
 #define BACKUP_CSSH2_SHIM_H
 #include <stdlib.h>
 #include <libssh2.h>
+#include <openssl/crypto.h>
+
+// Sets up OpenSSL (libssh2's crypto) without its exit-time cleanup, then libssh2. OpenSSL
+// otherwise frees its tables in an atexit handler while another thread may still be closing
+// a connection (sending its last encrypted packet), which crashed a process at exit.
+static inline int backup_ssh2_init(void) {
+    if (!OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL)) return -1;
+    return libssh2_init(0);
+}
 
 // libssh2's interactive-authentication callback, as a plain function: it answers every prompt
 // with the password that `backup_ssh2_kbd_password` was given for the session (its abstract).
