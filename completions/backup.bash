@@ -14,13 +14,13 @@ _backup_subcommands() {
 _backup_options() {
     case $1 in
         '') echo '--profile --config --help --version' ;;
-        'init') echo '--source --remote --group --exclude --encrypt --force --profile --config --help --version' ;;
+        'init') echo '--source --remote --identity-file --group --exclude --encrypt --force --accept-host-key --profile --config --help --version' ;;
         'sync') echo '--yes --allow-shrink --allow-change --allow-missing-remote --take-over --dry-run --json --no-tui --profile --config --help --version' ;;
         'status') echo '--json --profile --config --help --version' ;;
-        'probe') echo '--json --profile --config --help --version' ;;
-        'restore') echo '--to --remote --resume --reset-attempts --only --path --as-of --place --overwrite --abandon --json --no-tui --profile --config --help --version' ;;
-        'verify') echo '--read-data --remote --json --no-tui --profile --config --help --version' ;;
-        'versions') echo '--remote --json --no-tui --profile --config --help --version' ;;
+        'probe') echo '--json --accept-host-key --profile --config --help --version' ;;
+        'restore') echo '--to --remote --resume --reset-attempts --only --path --as-of --place --overwrite --abandon --accept-host-key --json --no-tui --profile --config --help --version' ;;
+        'verify') echo '--read-data --remote --accept-host-key --json --no-tui --profile --config --help --version' ;;
+        'versions') echo '--remote --accept-host-key --json --no-tui --profile --config --help --version' ;;
         'hold') echo '--profile --config --help --version' ;;
         'hold set') echo '--profile --config --help --version' ;;
         'hold clear') echo '--profile --config --help --version' ;;
@@ -35,16 +35,22 @@ _backup_value() {
     case "$1:$2" in
         'init:--source') echo 'directory' ;;
         'init:--remote') echo 'directory' ;;
+        'init:--identity-file') echo 'file' ;;
         'init:--group') echo 'text' ;;
         'init:--exclude') echo 'text' ;;
+        'init:--accept-host-key') echo 'text' ;;
+        'probe:--accept-host-key') echo 'text' ;;
         'restore:--to') echo 'directory' ;;
         'restore:--remote') echo 'directory' ;;
         'restore:--only') echo 'text' ;;
         'restore:--path') echo 'text' ;;
         'restore:--as-of') echo 'text' ;;
         'restore:--place') echo 'choice:all ask' ;;
+        'restore:--accept-host-key') echo 'text' ;;
         'verify:--remote') echo 'directory' ;;
+        'verify:--accept-host-key') echo 'text' ;;
         'versions:--remote') echo 'directory' ;;
+        'versions:--accept-host-key') echo 'text' ;;
         *:--profile) echo 'profile' ;;
         *:--config) echo 'file' ;;
     esac

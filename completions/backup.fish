@@ -15,7 +15,7 @@ end
 # Whether option $argv[2] takes a value at path $argv[1].
 function __backup_takes_value
     switch "$argv[1]:$argv[2]"
-        case 'init:--source' 'init:--remote' 'init:--group' 'init:--exclude' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--as-of' 'restore:--place' 'verify:--read-data' 'verify:--remote' 'versions:--remote' '*:--profile' '*:--config'
+        case 'init:--source' 'init:--remote' 'init:--identity-file' 'init:--group' 'init:--exclude' 'init:--accept-host-key' 'probe:--accept-host-key' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--as-of' 'restore:--place' 'restore:--accept-host-key' 'verify:--read-data' 'verify:--remote' 'verify:--accept-host-key' 'versions:--remote' 'versions:--accept-host-key' '*:--profile' '*:--config'
             return 0
     end
     return 1
@@ -99,11 +99,13 @@ complete -c backup -n '__backup_wants_command ""' -a 'hold' -d 'show, set or cle
 complete -c backup -n '__backup_wants_command ""' -a 'forget' -d 'drop the profile\'s local state (the remote is untouched)'
 complete -c backup -n '__backup_wants_command ""' -a 'tui' -d 'open the full-screen interface'
 complete -c backup -n '__backup_at "init"' -l source -x -a '(__fish_complete_directories)' -d 'The folder to back up'
-complete -c backup -n '__backup_at "init"' -l remote -x -a '(__fish_complete_directories)' -d 'Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix'
+complete -c backup -n '__backup_at "init"' -l remote -x -a '(__fish_complete_directories)' -d 'Where to: a folder path or file:///path, webdav://, webdavs://, s3://bucket/prefix, sftp://user@host[:port]/path (sftp://host/~/path: under the user\'s home)'
+complete -c backup -n '__backup_at "init"' -l identity-file -r -F -d 'For an sftp:// remote: the private key to log in with (identity_file in the profile); its passphrase comes from BACKUP_PASSWORD or the profile\'s password_command'
 complete -c backup -n '__backup_at "init"' -l group -x -d 'A restore group: files matching PATTERN; required groups are restored first'
 complete -c backup -n '__backup_at "init"' -l exclude -x -d 'A gitignore-style pattern of paths never backed up'
 complete -c backup -n '__backup_at "init"' -l encrypt -d 'Encrypt the backup in rclone crypt\'s format (encrypt = yes): every file\'s name and content, the marker and the versions'
 complete -c backup -n '__backup_at "init"' -l force -d 'Replace an existing profile of the same name'
+complete -c backup -n '__backup_at "init"' -l accept-host-key -x -d 'For an sftp:// remote: trust the server\'s host key when its SHA-256 fingerprint is this one (check it on the server with ssh-keygen -lf), writing the key to $XDG_CONFIG_HOME/backup/known_hosts; also how a key that changed is trusted again'
 complete -c backup -n '__backup_at "sync"' -l yes -d 'Consent to the first write to this remote'
 complete -c backup -n '__backup_at "sync"' -l allow-shrink -d 'Lift the shrink guard for this run: allow deleting more than half of the backup'
 complete -c backup -n '__backup_at "sync"' -l allow-change -d 'Lift the change guard for this run: allow replacing more of the files than the profile\'s max_change (50% by default)'
@@ -114,6 +116,7 @@ complete -c backup -n '__backup_at "sync"' -l json -d 'Print JSON lines on stand
 complete -c backup -n '__backup_at "sync"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_at "status"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "probe"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
+complete -c backup -n '__backup_at "probe"' -l accept-host-key -x -d 'For an sftp:// remote: trust the server\'s host key when its SHA-256 fingerprint is this one (check it on the server with ssh-keygen -lf), writing the key to $XDG_CONFIG_HOME/backup/known_hosts; also how a key that changed is trusted again'
 complete -c backup -n '__backup_at "restore"' -l to -x -a '(__fish_complete_directories)' -d 'The folder to restore into (default: the profile\'s source)'
 complete -c backup -n '__backup_at "restore"' -l remote -x -a '(__fish_complete_directories)' -d 'Restore from this remote without a profile (a new machine)'
 complete -c backup -n '__backup_at "restore"' -l resume -d 'Continue the last restore from its record'
@@ -124,13 +127,16 @@ complete -c backup -n '__backup_at "restore"' -l as-of -x -d 'Restore the tree a
 complete -c backup -n '__backup_at "restore"' -l place -x -a 'all ask' -d 'Place every group (all, the default) or ask per group (ask)'
 complete -c backup -n '__backup_at "restore"' -l overwrite -d 'Replace local files that differ; without it their group is rejected and reported'
 complete -c backup -n '__backup_at "restore"' -l abandon -d 'Stop keeping on the remote the files a restore into the source has not restored yet (syncs keep them until then); says how many files the next sync will then delete'
+complete -c backup -n '__backup_at "restore"' -l accept-host-key -x -d 'For an sftp:// remote: trust the server\'s host key when its SHA-256 fingerprint is this one (check it on the server with ssh-keygen -lf), writing the key to $XDG_CONFIG_HOME/backup/known_hosts; also how a key that changed is trusted again'
 complete -c backup -n '__backup_at "restore"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "restore"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_at "verify"' -l read-data -d 'Download and check every file\'s SHA-256; with =PERCENT (1 to 100) only that share of the files, chosen so that successive runs cover the whole backup (where the last run stopped is kept in the profile\'s state)'
 complete -c backup -n '__backup_at "verify"' -l remote -x -a '(__fish_complete_directories)' -d 'Verify this remote without a profile'
+complete -c backup -n '__backup_at "verify"' -l accept-host-key -x -d 'For an sftp:// remote: trust the server\'s host key when its SHA-256 fingerprint is this one (check it on the server with ssh-keygen -lf), writing the key to $XDG_CONFIG_HOME/backup/known_hosts; also how a key that changed is trusted again'
 complete -c backup -n '__backup_at "verify"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "verify"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_at "versions"' -l remote -x -a '(__fish_complete_directories)' -d 'Look at this remote without a profile'
+complete -c backup -n '__backup_at "versions"' -l accept-host-key -x -d 'For an sftp:// remote: trust the server\'s host key when its SHA-256 fingerprint is this one (check it on the server with ssh-keygen -lf), writing the key to $XDG_CONFIG_HOME/backup/known_hosts; also how a key that changed is trusted again'
 complete -c backup -n '__backup_at "versions"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "versions"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_wants_command "hold"' -a 'set' -d 'set the write hold'

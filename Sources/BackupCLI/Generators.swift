@@ -406,9 +406,10 @@ enum Manual {
             ("Pa /path/to/folder , Pa file:///path/to/folder", "A folder on another disk or a mounted NAS share: the embedded default, needing no credentials. `backup init` creates its last folder when its parent exists, printing the filesystem's mount point; a missing parent is usually an unmounted disk and is refused. A sync never creates it."),
             ("Cm webdav://[user@]host[:port]/path , Cm webdavs://...", "A folder on a WebDAV server over http; `webdavs://` for https. `backup init` creates its last folder (its parent must exist on the server); a sync never creates it."),
             ("Cm s3://bucket[/prefix]", "A bucket, or a prefix in it, on AWS S3 or S3-compatible storage (Backblaze B2, Wasabi, MinIO, Ceph, Garage)."),
+            ("Cm sftp://[user@]host[:port]/path", "A folder on an SSH server (a NAS, a Linux server), over SFTP; `sftp://host/~/path` is a folder in the user's login folder. The user defaults to the profile's `user`, else the local login name. `backup init` creates its last folder (its parent must exist); a sync never creates it. The server's host key must be trusted first (see SECURITY)."),
         ])
         page.text("A password in a URL is refused: it would end up in the shell history and the process list.")
-        page.text("Every file name is kept byte for byte, on every remote. A folder remote holds the names as they are. On WebDAV and S3 a name is sent as it is, except what servers rewrite: each byte that is not part of valid UTF-8, and each control character, is sent as the private-use character U+EF00 plus its value (0xFF as U+EFFF, a tab as U+EF09); a name's own U+EF00 to U+EFFF characters are preceded by U+EF00, and \u{201B} is doubled. A file the server lists under a spelling backup never sends (a lone \u{201B}, a raw control character, such an escape standing for no byte) was not written by backup: a sync leaves it alone, and a restore refuses it (exit status 5).")
+        page.text("Every file name is kept byte for byte, on every remote. A folder remote and an SFTP remote hold the names as they are. On WebDAV and S3 a name is sent as it is, except what servers rewrite: each byte that is not part of valid UTF-8, and each control character, is sent as the private-use character U+EF00 plus its value (0xFF as U+EFFF, a tab as U+EF09); a name's own U+EF00 to U+EFFF characters are preceded by U+EF00, and \u{201B} is doubled. A file the server lists under a spelling backup never sends (a lone \u{201B}, a raw control character, such an escape standing for no byte) was not written by backup: a sync leaves it alone, and a restore refuses it (exit status 5).")
 
         page.macro("Ss Patterns")
         page.paragraphs("""
@@ -452,16 +453,24 @@ enum Manual {
             remote = s3://alice-photos/laptop
             endpoint = https://s3.eu-central-003.backblazeb2.com
             region = eu-central-003
+
+            # A folder on an SSH server (trust its host key once:
+            # backup init ... --accept-host-key SHA256:...).
+            [server]
+            source = /home/alice/Music
+            remote = sftp://alice@nas.example.org/~/backup/music
+            identity_file = ~/.ssh/id_ed25519
             """)
     }
 
     /// What each provider setting does; a key without an entry shows as "Not yet described."
     /// and fails ManPageTests.
     static let providerKeys: [String: String] = [
-        "user": "WebDAV: the user, when the remote URL names none.",
-        "password_command": "WebDAV: a command run by /bin/sh whose first line of output is the password, used when `BACKUP_PASSWORD` is not set. It is run again once if the server refuses the password.",
+        "user": "WebDAV and SFTP: the user, when the remote URL names none.",
+        "identity_file": "SFTP: the private key to log in with (set by `init --identity-file`; `~/` is the home folder). Its passphrase, if it has one, comes from `BACKUP_PASSWORD` or `password_command`. Without it, `~/.ssh/id_ed25519`, `id_ecdsa` and `id_rsa` are tried, as ssh does.",
+        "password_command": "WebDAV and SFTP: a command run by /bin/sh whose first line of output is the password, used when `BACKUP_PASSWORD` is not set. It is run again once if the server refuses the password.",
         "ca_file": "WebDAV and S3 over https: a PEM file of the certificate authorities to trust, for a NAS with a self-signed certificate. TLS is always verified; there is no way to turn it off.",
-        "transfers": "How many uploads (a sync) or downloads (a restore) run at once, 1 to 64 (default 4); WebDAV and S3 gain the most from more.",
+        "transfers": "How many uploads (a sync) or downloads (a restore) run at once, 1 to 64 (default 4); WebDAV and S3 gain the most from more. On SFTP each is an SSH connection of its own.",
         "region": "S3: the region (default: `AWS_REGION`, else us-east-1).",
         "endpoint": "S3: the endpoint URL of S3-compatible storage (default: `AWS_ENDPOINT_URL`, else AWS itself).",
         "path_style": "S3: `yes` for path-style addressing (endpoint/bucket/key) rather than bucket.endpoint/key; by default path style is used for a custom endpoint or a bucket name DNS cannot carry.",
@@ -486,6 +495,12 @@ enum Manual {
             WebDAV: the user comes from the remote URL (`webdavs://alice@host/path`), else from the profile's \
             `user` key; the password from the environment variable `BACKUP_PASSWORD`, else from the profile's \
             `password_command` (for example `pass show nas`, or `secret-tool lookup service backup`).
+
+            SFTP: the ssh-agent's keys (`SSH_AUTH_SOCK`) are tried first, then the profile's `identity_file` \
+            (its passphrase from `BACKUP_PASSWORD`, else `password_command`), else OpenSSH's default keys \
+            (`~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`); with no key file set, `BACKUP_PASSWORD` or \
+            `password_command` is the account's password (password or keyboard-interactive login). The host \
+            key is checked before any of them is sent (see SECURITY).
 
             S3: the keys come from `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, with `AWS_SESSION_TOKEN` for \
             temporary keys. The endpoint and region come from the profile's `endpoint` and `region` keys, else \
@@ -620,7 +635,10 @@ enum Manual {
             root, its owner and setuid, setgid and sticky bits; folders (empty ones too) and symbolic links are \
             made there with their modes and times, and those gone from the source are removed; the two names \
             of a hard link are two files there. A file system that cannot keep modes or links (vfat, exFAT, \
-            some CIFS) gets a note, and the marker stays the record. On WebDAV and S3, folders and links live \
+            some CIFS) gets a note, and the marker stays the record. An SFTP remote is a mirror too: each file \
+            gets its source's permission bits and modification time in whole seconds (SFTP carries no finer \
+            time), folders and links are made there with their modes and times, and those gone are removed; \
+            owners are left as the server sets them. On WebDAV and S3, folders and links live \
             in the marker only; WebDAV uploads send the time in whole seconds as `X-OC-Mtime` (Nextcloud, \
             ownCloud and `rclone serve webdav` keep it), S3 uploads send it as `x-amz-meta-mtime`, as rclone \
             writes it. A change of mode, time or owner alone uploads no file: the marker is written again \
@@ -762,6 +780,15 @@ enum Manual {
             refused within a bounded amount of memory. Redirects are never followed, and TLS certificates \
             are always verified (`ca_file` names the certificates to trust for a self-signed server; nothing turns the check off).
 
+            An SFTP server's host key is checked before any credential is sent, against \
+            `~/.ssh/known_hosts` (read, never written) and the tool's own `$XDG_CONFIG_HOME/backup/known_hosts`. \
+            An unknown key is refused, printing its SHA-256 fingerprint and the command that trusts it: check \
+            the fingerprint on the server (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`), then give it \
+            to `--accept-host-key` (on `init`, `probe`, `restore`, `verify` and `versions`), which writes the key \
+            to the tool's own file (mode 0600). A key that differs from the one trusted is refused loudly: \
+            someone may be in between. Only `--accept-host-key` with the new key's fingerprint trusts it \
+            again; the old fingerprint, or any other, is refused.
+
             Names, group names and server messages are shown with control characters escaped, and \
             credentials are masked in every form (see CREDENTIALS). `init` refuses control characters in \
             any value it writes, and the config parser refuses a NUL byte, so no value can add a line to \
@@ -833,7 +860,8 @@ enum Manual {
         page.tagList([
             ("Ev XDG_CONFIG_HOME", "The folder of the config file, `backup/config` below it (default `~/.config`). A relative value is ignored."),
             ("Ev XDG_STATE_HOME", "The folder of each profile's state, `backup/PROFILE/` below it (default `~/.local/state`). A relative value is ignored."),
-            ("Ev BACKUP_PASSWORD", "The WebDAV password; the profile's `password_command` is used when it is not set."),
+            ("Ev BACKUP_PASSWORD", "The WebDAV password, or for SFTP the passphrase of `identity_file` (the account's password when no key file is set); the profile's `password_command` is used when it is not set."),
+            ("Ev SSH_AUTH_SOCK", "The ssh-agent whose keys an SFTP login tries first."),
             ("Ev AWS_ACCESS_KEY_ID , Ev AWS_SECRET_ACCESS_KEY", "The S3 keys."),
             ("Ev AWS_SESSION_TOKEN", "The session token of temporary S3 keys."),
             ("Ev AWS_ENDPOINT_URL", "The S3 endpoint, when the profile has no `endpoint` key (`AWS_ENDPOINT_URL_S3` wins over it)."),
@@ -848,6 +876,8 @@ enum Manual {
         page.macro("Sh FILES")
         page.tagList([
             ("Pa ~/.config/backup/config", "The config file (mode 0600)."),
+            ("Pa ~/.config/backup/known_hosts", "The SFTP host keys trusted with `--accept-host-key` (mode 0600), in OpenSSH's format."),
+            ("Pa ~/.ssh/known_hosts", "OpenSSH's host keys, trusted for SFTP too; never written."),
             ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /sync.db", "The sync state: what the remote holds, the fingerprint cache, the consent and the hold (SQLite)."),
             ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /restore.db", "The record of the last restore, for `--resume`."),
             ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /lock", "Keeps two runs of the profile apart; holds the running process's id."),
@@ -952,7 +982,7 @@ enum Manual {
             page.macro("It Cm \(Words.key(kind))")
             page.text(row.situation.sentence)
             page.macro("Bl -tag -width WebDAV: -compact")
-            for (provider, cause) in [("folder:", row.folder), ("WebDAV:", row.webdav), ("S3:", row.s3)] {
+            for (provider, cause) in [("folder:", row.folder), ("WebDAV:", row.webdav), ("S3:", row.s3), ("SFTP:", row.sftp)] {
                 page.macro("It \(provider)")
                 page.text(cause)
             }
@@ -963,38 +993,44 @@ enum Manual {
 
     /// The error mapping of DESIGN.md, as the providers implement it; a switch, so a new kind
     /// cannot go undocumented. Nil for a kind no provider returns.
-    static func mapping(_ kind: CloudError.Kind) -> (situation: String, folder: String, webdav: String, s3: String)? {
+    static func mapping(_ kind: CloudError.Kind) -> (situation: String, folder: String, webdav: String, s3: String, sftp: String)? {
         switch kind {
         case .storageFull:
             ("out of space or over quota",
              "ENOSPC, EDQUOT",
              "HTTP 507",
-             "`QuotaExceeded`, `StorageFull`, HTTP 507")
+             "`QuotaExceeded`, `StorageFull`, HTTP 507",
+             "a write that fails while the server's file system has less than 1 MiB free (statvfs@openssh.com)")
         case .authRevoked:
             ("the credentials were refused",
              "does not occur (permissions are `transport`)",
              "HTTP 401 (after running `password_command` once more), HTTP 403",
-             "HTTP 401, HTTP 403 (`AccessDenied`, `InvalidAccessKeyId`, `SignatureDoesNotMatch`, ...)")
+             "HTTP 401, HTTP 403 (`AccessDenied`, `InvalidAccessKeyId`, `SignatureDoesNotMatch`, ...)",
+             "the login refused (agent, key, passphrase or password), or the host key unknown or changed")
         case .offline:
             ("the remote cannot be reached",
              "does not occur",
              "connection refused, host not found, connect timeout, TLS certificate refused or bad `ca_file`",
-             "the same")
+             "the same",
+             "connection refused, host not found, connect timeout")
         case .notFound:
             ("a file to read is absent (a delete of an absent file succeeds)",
              "ENOENT",
              "HTTP 404",
-             "HTTP 404 (`NoSuchKey`)")
+             "HTTP 404 (`NoSuchKey`)",
+             "no such file")
         case .notAvailable:
             ("the remote itself is missing: an unmounted disk, a missing folder or bucket",
              "the folder does not exist or is not a folder",
              "HTTP 404, 405 or 409 on the folder",
-             "`NoSuchBucket`")
+             "`NoSuchBucket`",
+             "the folder does not exist or is not a folder")
         case .transport:
             ("anything else, including throttling that outlasts its retries",
              "EACCES, EPERM, EROFS and any other errno",
              "HTTP 429 or 503 after three retries, other statuses, a dropped or stalled connection",
-             "the same as WebDAV, `SlowDown`, `RequestTimeTooSkewed` (a wrong clock), a bucket in another region")
+             "the same as WebDAV, `SlowDown`, `RequestTimeTooSkewed` (a wrong clock), a bucket in another region",
+             "any other status (permission denied, a file in the way), a dropped or stalled connection")
         case .needsConsent:
             nil
         }
