@@ -191,7 +191,8 @@ public final class RcloneServer: @unchecked Sendable {
         }
     }
 
-    private static func waitUntilListening(port: Int, process: Process, seconds: Double) -> Bool {
+    /// Whether `process` is running and listening on `port` within `seconds` (also used by SSHServer).
+    static func waitUntilListening(port: Int, process: Process, seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if !process.isRunning { return false }

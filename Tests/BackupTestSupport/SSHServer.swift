@@ -88,9 +88,7 @@ public final class SSHServer: @unchecked Sendable {
             let lifeline = Pipe()
             process.standardInput = lifeline
             try process.run()
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline && process.isRunning && !RcloneServer.isListening(port: port) { usleep(20_000) }
-            if process.isRunning && RcloneServer.isListening(port: port) {
+            if RcloneServer.waitUntilListening(port: port, process: process, seconds: 10) {
                 self.port = port
                 self.process = process
                 self.lifeline = lifeline.fileHandleForWriting
