@@ -106,7 +106,7 @@ public struct Profile: Sendable, Equatable {
     /// The keys a profile may have (besides `group.NAME` and `group.NAME.required`).
     public static let providerKeys = [
         "user", "password_command", "ca_file", "transfers", "region", "endpoint", "path_style", "keep_versions", "max_change",
-        "encrypt", "crypt_password_command", "crypt_password2_command", "identity_file",
+        "encrypt", "crypt_password_command", "crypt_password2_command", "identity_file", "on_failure", "on_success",
     ]
 
     /// `keep_versions` when it is not set.

@@ -76,7 +76,18 @@ public enum BackupCLI {
             }
             let profile = try app.profile(profileName)
             switch name {
-            case "sync": return try await SyncCommand.run(command, app: app, profile: profile, output: output)
+            case "sync":
+                // A sync ends with the profile's notification command, whatever its outcome.
+                let status: ExitStatus
+                do {
+                    status = try await SyncCommand.run(command, app: app, profile: profile, output: output)
+                } catch {
+                    status = report(error, output: output)
+                }
+                if let problem = Notifications.run(profile, status: status, result: output.result ?? Data()) {
+                    FileHandle.standardError.write(Data("backup: \(TerminalText.visible(problem))\n".utf8))
+                }
+                return status
             case "status": return try await StatusCommand.run(command, app: app, profile: profile, output: output)
             case "probe": return try await ProbeCommand.run(command, app: app, profile: profile, output: output)
             case "restore": return try await RestoreCommand.run(command, app: app, profile: profile, output: output)
@@ -87,20 +98,27 @@ public enum BackupCLI {
             default: throw AppError(.usage, "unknown command \"\(name)\"; see `backup --help`")
             }
         } catch {
-            let failure = (error as? AppError) ?? AppError(.failure, String(describing: error))
-            if json {
-                var result: [String: Any] = ["event": "result", "exit": Int(failure.status.rawValue), "message": failure.message]
-                switch failure.status {
-                case .interrupted: result["status"] = "interrupted"
-                case .unavailable: (result["status"], result["reason"]) = ("unavailable", "busy")
-                case .usage: (result["status"], result["error"]) = ("failed", failure.kind ?? "usage")
-                default: (result["status"], result["error"]) = ("failed", "local")
-                }
-                output.emit(result)
-            } else {
-                output.line("backup: \(failure.message)")
-            }
-            return failure.status
+            return report(error, output: output)
         }
+    }
+
+    /// A run that ended by throwing: its result line with --json, else the message; kept for
+    /// the notification command.
+    static func report(_ error: Error, output: Output) -> ExitStatus {
+        let failure = (error as? AppError) ?? AppError(.failure, String(describing: error))
+        var result: [String: Any] = ["event": "result", "exit": Int(failure.status.rawValue), "message": failure.message]
+        switch failure.status {
+        case .interrupted: result["status"] = "interrupted"
+        case .unavailable: (result["status"], result["reason"]) = ("unavailable", "busy")
+        case .usage: (result["status"], result["error"]) = ("failed", failure.kind ?? "usage")
+        default: (result["status"], result["error"]) = ("failed", "local")
+        }
+        if output.json {
+            output.finish(result, lines: [])
+        } else {
+            output.keep(result)
+            output.line("backup: \(failure.message)")
+        }
+        return failure.status
     }
 }

@@ -478,6 +478,8 @@ enum Manual {
         "encrypt": "`yes` to encrypt the backup in rclone crypt's format (set by `init --encrypt`; see ENCRYPTED REMOTES). It is part of the backup's identity: a remote that holds a backup is never switched between encrypted and plain.",
         "crypt_password_command": "An encrypted profile: a command run by /bin/sh whose first line of output is the passphrase, used when `BACKUP_CRYPT_PASSWORD` is not set.",
         "crypt_password2_command": "An encrypted profile: the same for the second passphrase (rclone's `password2`, the salt), used when `BACKUP_CRYPT_PASSWORD2` is not set. Leave both unset for rclone's default salt.",
+        "on_failure": "A command run by /bin/sh after every `backup sync` that ends with a non-zero exit status (a failure, a guard, the hold, a busy profile), with the run's result as one JSON object on standard input (the `result` line of JSON OUTPUT, with `exit` and `profile`) and `BACKUP_STATUS` (its `status`), `BACKUP_EXIT` and `BACKUP_PROFILE` set: one line sends mail, an ntfy or desktop notification, or a webhook. Its output goes to standard error; it is stopped after 60 seconds, and its own failure is reported without changing the sync's exit status.",
+        "on_success": "The same after a `backup sync` that ends with exit status 0.",
         "max_change": "The change guard: the largest share of the files compared by content that one sync may replace, once at least 20 are known (default `50%`); `100%` or `off` turns the guard off. See GUARANTEES AND GUARDS.",
     ]
 

@@ -17,6 +17,8 @@ final class Output: Sendable {
     private let state = Mutex<(last: ContinuousClock.Instant?, drawn: Bool)>((nil, false))
     /// The bytes over the last seconds, for the rate and ETA of the progress line.
     private let rate = Mutex(RateWindow())
+    /// The last result the run reported (as JSON), for the profile's notification command.
+    private let lastResult = Mutex<Data?>(nil)
     private let started = ContinuousClock.now
 
     init(json: Bool) {
@@ -199,6 +201,22 @@ final class Output: Sendable {
     }
 
     // MARK: JSON
+
+    /// The run's result: printed as its JSON line with --json, else as `lines`; kept for the
+    /// notification command either way.
+    func finish(_ result: [String: Any], lines: [String]) {
+        keep(result)
+        if json { emit(result) } else { summary(lines: lines) }
+    }
+
+    /// Keeps `result` for the notification command without printing it.
+    func keep(_ result: [String: Any]) {
+        let data = try? JSONSerialization.data(withJSONObject: result, options: [.sortedKeys, .withoutEscapingSlashes])
+        lastResult.withLock { $0 = data }
+    }
+
+    /// What `finish` was last given, as JSON.
+    var result: Data? { lastResult.withLock { $0 } }
 
     func emit(_ object: [String: Any]) {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }

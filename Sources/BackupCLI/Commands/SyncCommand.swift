@@ -77,7 +77,7 @@ enum SyncCommand {
             lines += preview.deletes.prefix(20).map { "  delete \($0)" }
             if preview.deletes.count > 20 { lines.append("  … and \(preview.deletes.count - 20) more deletes") }
         }
-        if output.json { output.emit(result) } else { output.summary(lines: lines) }
+        output.finish(result, lines: lines)
         return summary.status
     }
 
