@@ -5,6 +5,10 @@
 #     make install PREFIX=$HOME/.local       # one user, no root
 #     make install DESTDIR=/tmp/pkg PREFIX=/usr
 #
+# The binary links the Swift standard library and Foundation statically (its own build folder,
+# .build/install), so it runs without a Swift toolchain: it needs only the Debian C libraries
+# `ldd` names (libcurl, libsqlite3, libncursesw, libssh2, libsodium, libxml2, zlib).
+#
 # The man page and the completions are generated from the command tree and committed;
 # `make generate` rewrites them from the built binary, and GeneratedFilesTests fails when
 # they differ from what the binary prints.
@@ -13,6 +17,8 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 SWIFT ?= swift
 INSTALL ?= install
+# The self-contained release build.
+RELEASE = $(SWIFT) build -c release --static-swift-stdlib --product backup --scratch-path .build/install
 
 bindir = $(PREFIX)/bin
 man1dir = $(PREFIX)/share/man/man1
@@ -25,7 +31,7 @@ fishdir = $(PREFIX)/share/fish/vendor_completions.d
 all: build
 
 build:
-	$(SWIFT) build -c release
+	$(RELEASE)
 
 install: install-bin install-data
 
@@ -33,8 +39,8 @@ install: install-bin install-data
 # does not: it installs what `make` built, rather than leaving root-owned files in .build
 # (and sudo's PATH often has no swift).
 install-bin:
-	@if [ "$$(stat -c %u .)" = "$$(id -u)" ]; then $(SWIFT) build -c release; fi
-	@bin="$$($(SWIFT) build -c release --show-bin-path)/backup"; \
+	@if [ "$$(stat -c %u .)" = "$$(id -u)" ]; then $(RELEASE); fi
+	@bin="$$($(RELEASE) --show-bin-path)/backup"; \
 	if [ ! -x "$$bin" ]; then echo "no release build at $$bin: run make first" >&2; exit 1; fi; \
 	$(INSTALL) -d "$(DESTDIR)$(bindir)" && \
 	$(INSTALL) -m 755 "$$bin" "$(DESTDIR)$(bindir)/backup"
