@@ -5,7 +5,7 @@
 # The commands that follow the command path $1 ("" for backup itself, "hold", ...).
 _backup_subcommands() {
     case $1 in
-        '') echo 'init sync status probe restore verify versions hold forget tui' ;;
+        '') echo 'init sync status profiles probe restore verify versions hold forget tui' ;;
         'hold') echo 'set clear' ;;
     esac
 }
@@ -17,6 +17,7 @@ _backup_options() {
         'init') echo '--source --remote --identity-file --group --exclude --encrypt --force --accept-host-key --profile --config --help --version' ;;
         'sync') echo '--yes --allow-shrink --allow-change --allow-missing-remote --take-over --dry-run --json --no-tui --profile --config --help --version' ;;
         'status') echo '--json --profile --config --help --version' ;;
+        'profiles') echo '--json --profile --config --help --version' ;;
         'probe') echo '--json --accept-host-key --profile --config --help --version' ;;
         'restore') echo '--to --remote --resume --reset-attempts --only --path --as-of --place --overwrite --abandon --accept-host-key --json --no-tui --profile --config --help --version' ;;
         'verify') echo '--read-data --remote --accept-host-key --json --no-tui --profile --config --help --version' ;;
@@ -58,7 +59,7 @@ _backup_value() {
 
 # The profile names: the section headers of the config file (--config FILE when given,
 # else $XDG_CONFIG_HOME/backup/config, default ~/.config/backup/config).
-_backup_profiles() {
+_backup_profile_names() {
     local config="" i line
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -84,7 +85,7 @@ _backup_complete_value() {
     local IFS=$' \t\n'
     case $1 in
         choice:*) COMPREPLY=($(compgen -W "${1#choice:}" -- "$cur")) ;;
-        profile) COMPREPLY=($(compgen -W "$(_backup_profiles)" -- "$cur")) ;;
+        profile) COMPREPLY=($(compgen -W "$(_backup_profile_names)" -- "$cur")) ;;
         directory)
             if declare -F _filedir >/dev/null; then
                 _filedir -d

@@ -6,7 +6,7 @@
 function __backup_subcommands
     switch "$argv[1]"
         case ''
-            printf '%s\n' 'init' 'sync' 'status' 'probe' 'restore' 'verify' 'versions' 'hold' 'forget' 'tui'
+            printf '%s\n' 'init' 'sync' 'status' 'profiles' 'probe' 'restore' 'verify' 'versions' 'hold' 'forget' 'tui'
         case 'hold'
             printf '%s\n' 'set' 'clear'
     end
@@ -62,7 +62,7 @@ end
 
 # The profile names: the section headers of the config file (--config FILE when given,
 # else $XDG_CONFIG_HOME/backup/config, default ~/.config/backup/config).
-function __backup_profiles
+function __backup_profile_names
     set -l tokens (commandline -opc)
     set -l config
     for i in (seq (count $tokens))
@@ -84,13 +84,14 @@ function __backup_profiles
 end
 
 complete -c backup -f
-complete -c backup -l profile -x -a '(__backup_profiles)' -d 'The profile to use (default: "default")'
+complete -c backup -l profile -x -a '(__backup_profile_names)' -d 'The profile to use (default: "default")'
 complete -c backup -l config -r -F -d 'The config file (default: $XDG_CONFIG_HOME/backup/config)'
 complete -c backup -l help -d 'Show help for the command'
 complete -c backup -l version -d 'Show the version'
 complete -c backup -n '__backup_wants_command ""' -a 'init' -d 'create or replace a profile'
 complete -c backup -n '__backup_wants_command ""' -a 'sync' -d 'back up the source to the remote'
 complete -c backup -n '__backup_wants_command ""' -a 'status' -d 'show a profile\'s state and what a sync would do now'
+complete -c backup -n '__backup_wants_command ""' -a 'profiles' -d 'list the profiles and how each one\'s last run ended'
 complete -c backup -n '__backup_wants_command ""' -a 'probe' -d 'look at the remote without writing'
 complete -c backup -n '__backup_wants_command ""' -a 'restore' -d 'restore a backup, group by group'
 complete -c backup -n '__backup_wants_command ""' -a 'verify' -d 'check the remote against the backup\'s marker'
@@ -115,6 +116,7 @@ complete -c backup -n '__backup_at "sync"' -l dry-run -d 'Show what would be upl
 complete -c backup -n '__backup_at "sync"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "sync"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_at "status"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
+complete -c backup -n '__backup_at "profiles"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "probe"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "probe"' -l accept-host-key -x -d 'For an sftp:// remote: trust the server\'s host key when its SHA-256 fingerprint is this one (check it on the server with ssh-keygen -lf), writing the key to $XDG_CONFIG_HOME/backup/known_hosts; also how a key that changed is trusted again'
 complete -c backup -n '__backup_at "restore"' -l to -x -a '(__fish_complete_directories)' -d 'The folder to restore into (default: the profile\'s source)'

@@ -65,6 +65,7 @@ public enum BackupCLI {
             }
             let profileName = command.value("profile") ?? "default"
             if name == "init" { return try await InitCommand.run(command, app: app, profileName: profileName, output: output) }
+            if name == "profiles" { return try ProfilesCommand.run(app: app, output: output) }
             if name == "restore" && command.value("remote") != nil && command.value("profile") == nil {
                 return try await RestoreCommand.run(command, app: app, profile: nil, output: output)
             }

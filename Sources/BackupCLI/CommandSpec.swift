@@ -151,6 +151,10 @@ public enum CommandTree {
                 "status", summary: "show a profile's state and what a sync would do now",
                 options: [json]),
             CommandSpec(
+                "profiles", summary: "list the profiles and how each one's last run ended",
+                discussion: "One entry per profile of the config file: its source and remote, when it last synced, how its last run ended (whichever front end or timer ran it) and the write hold if one is set. Reads the state only; never touches a remote.",
+                options: [json]),
+            CommandSpec(
                 "probe", summary: "look at the remote without writing",
                 discussion: "Reports the probe's outcome: unavailable, failed, none (an empty remote), notReady (files but no readable marker) or found. An encrypted remote is probed without its passphrase when none is given: its plain key file says \"found, encrypted\".",
                 options: [json, acceptHostKey]),

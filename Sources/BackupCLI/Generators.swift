@@ -1131,7 +1131,7 @@ enum BashCompletion {
 
         # The profile names: the section headers of the config file (--config FILE when given,
         # else $XDG_CONFIG_HOME/backup/config, default ~/.config/backup/config).
-        _backup_profiles() {
+        _backup_profile_names() {
             local config="" i line
             for ((i = 1; i < cword; i++)); do
                 case ${words[i]} in
@@ -1157,7 +1157,7 @@ enum BashCompletion {
             local IFS=$' \t\n'
             case $1 in
                 choice:*) COMPREPLY=($(compgen -W "${1#choice:}" -- "$cur")) ;;
-                profile) COMPREPLY=($(compgen -W "$(_backup_profiles)" -- "$cur")) ;;
+                profile) COMPREPLY=($(compgen -W "$(_backup_profile_names)" -- "$cur")) ;;
                 directory)
                     if declare -F _filedir >/dev/null; then
                         _filedir -d
@@ -1280,7 +1280,7 @@ enum ZshCompletion {
         case .choice(let words): action = "(" + words.joined(separator: " ") + ")"
         case .directory, .remote: action = "_files -/"
         case .file: action = "_files"
-        case .profile: action = "_backup_profiles"
+        case .profile: action = "_backup_profile_names"
         }
         return ShellQuote.posix("\(prefix)--\(option.name)=[\(help)]:\(escape(placeholder)):\(action)")
     }
@@ -1301,7 +1301,7 @@ enum ZshCompletion {
             "  typeset -A opt_args",
         ]
         if entry.path.isEmpty {
-            // Every word of the line, before `*::` narrows $words, for _backup_profiles.
+            // Every word of the line, before `*::` narrows $words, for _backup_profile_names.
             lines.append("  local -a _backup_words")
             lines.append("  _backup_words=(\"${words[@]}\")")
         }
@@ -1342,8 +1342,8 @@ enum ZshCompletion {
 
         # The profile names: the section headers of the config file (--config FILE when given,
         # else $XDG_CONFIG_HOME/backup/config, default ~/.config/backup/config).
-        (( $+functions[_backup_profiles] )) ||
-        _backup_profiles() {
+        (( $+functions[_backup_profile_names] )) ||
+        _backup_profile_names() {
           local config line i base
           local -a profiles
           for (( i = 1; i < $#_backup_words; i++ )); do
@@ -1436,7 +1436,7 @@ enum FishCompletion {
         case .choice(let words): line += " -x -a " + ShellQuote.fish(words.joined(separator: " "))
         case .directory, .remote: line += " -x -a '(__fish_complete_directories)'"
         case .file: line += " -r -F"
-        case .profile: line += " -x -a '(__backup_profiles)'"
+        case .profile: line += " -x -a '(__backup_profile_names)'"
         }
         return line + " -d " + ShellQuote.fish(ShellQuote.short(option.help))
     }
@@ -1484,7 +1484,7 @@ enum FishCompletion {
 
         # The profile names: the section headers of the config file (--config FILE when given,
         # else $XDG_CONFIG_HOME/backup/config, default ~/.config/backup/config).
-        function __backup_profiles
+        function __backup_profile_names
             set -l tokens (commandline -opc)
             set -l config
             for i in (seq (count $tokens))

@@ -1,0 +1,40 @@
+// `backup profiles`: every profile of the config file with its source, remote, last sync and
+// how the last run ended (whichever front end ran it), and the hold. Reads the state only.
+
+import BackupApp
+import Foundation
+
+enum ProfilesCommand {
+    static func run(app: BackupApp, output: Output) throws(AppError) -> ExitStatus {
+        let config = try app.loadConfig()
+        let iso = ISO8601DateFormatter()
+        var listed: [[String: Any]] = []
+        var lines: [String] = []
+        for profile in config.profiles {
+            var entry: [String: Any] = ["name": profile.name, "source": profile.source, "remote": profile.remote]
+            var last = "never synced"
+            do {
+                let state = try app.stateSummary(profile)
+                entry["last_sync"] = state.lastSync.map { iso.string(from: $0) } ?? NSNull()
+                entry["last_outcome"] = state.lastOutcome.map { ["status": $0.kind.rawValue, "at": iso.string(from: $0.at), "message": $0.words] }
+                    ?? NSNull()
+                if case .held(let reason) = state.hold { entry["hold"] = reason } else { entry["hold"] = NSNull() }
+                if let outcome = state.lastOutcome {
+                    last = outcome.sentence(date: iso.string(from:))
+                } else if let synced = state.lastSync {
+                    last = "synced \(iso.string(from: synced))"
+                }
+                if case .held(let reason) = state.hold { last += "; write hold set: \(reason)" }
+            } catch {
+                entry["error"] = error.message
+                last = "state cannot be read: \(error.message)"
+            }
+            listed.append(entry)
+            lines.append("\(profile.name)  \(profile.source) → \(profile.remote)")
+            lines.append("    \(last)")
+        }
+        if config.profiles.isEmpty { lines = ["no profiles in \(config.path); create one with `backup init --source DIR --remote URL`"] }
+        output.finish(["event": "result", "status": "completed", "profiles": listed], lines: lines)
+        return .success
+    }
+}
