@@ -26,7 +26,7 @@ bashdir = $(PREFIX)/share/bash-completion/completions
 zshdir = $(PREFIX)/share/zsh/site-functions
 fishdir = $(PREFIX)/share/fish/vendor_completions.d
 
-.PHONY: all build install install-bin install-data uninstall generate
+.PHONY: all build install install-bin install-data uninstall generate deb
 
 all: build
 
@@ -63,3 +63,7 @@ generate:
 	"$$bin" generate-completions bash >completions/backup.bash && \
 	"$$bin" generate-completions zsh >completions/_backup && \
 	"$$bin" generate-completions fish >completions/backup.fish
+
+# A Debian package of what `make install` installs (PREFIX=/usr), in dist/.
+deb:
+	scripts/make-deb
