@@ -121,31 +121,28 @@ public struct SFTPStorage: RemoteStorage {
         return CloudError(.transport, "\(operation) \(where_) failed: \(status.summary)")
     }
 
-    /// Runs `body` on a connection, mapping its failures; a connection that broke is replaced
-    /// and the call tried once more when `retry` (every call here is safe to repeat).
+    /// Runs `body` on a connection, mapping its failures. A reused connection found broken (the
+    /// server dropped it while idle) is replaced and the call tried once more (every call here
+    /// is safe to repeat); a failure of that second try is thrown as itself too.
     private func run<T: Sendable>(
-        _ operation: String, _ parts: [String], writing: [UInt8]? = nil, retry: Bool = true,
+        _ operation: String, _ parts: [String], writing: [UInt8]? = nil,
         _ body: @escaping @Sendable (SFTPConnection) throws -> T
     ) async throws -> T {
+        let attempt: @Sendable (SFTPConnection) throws -> T = { connection in
+            do {
+                return try body(connection)
+            } catch {
+                throw mapped(error, operation, parts, on: connection, writing: writing)
+            }
+        }
         do {
-            return try await pool.run { connection in
-                do {
-                    return try body(connection)
-                } catch {
-                    throw mapped(error, operation, parts, on: connection, writing: writing)
-                }
+            return try await pool.run(attempt)
+        } catch is SFTPPool.Broken {
+            do {
+                return try await pool.run(attempt)
+            } catch let again as SFTPPool.Broken {
+                throw again.error
             }
-        } catch let failure as SFTPPool.Broken where retry {
-            _ = failure
-            return try await pool.run { connection in
-                do {
-                    return try body(connection)
-                } catch {
-                    throw mapped(error, operation, parts, on: connection, writing: writing)
-                }
-            }
-        } catch let failure as SFTPPool.Broken {
-            throw failure.error
         }
     }
 

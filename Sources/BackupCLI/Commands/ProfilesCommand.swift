@@ -16,8 +16,7 @@ enum ProfilesCommand {
             do {
                 let state = try app.stateSummary(profile)
                 entry["last_sync"] = state.lastSync.map { iso.string(from: $0) } ?? NSNull()
-                entry["last_outcome"] = state.lastOutcome.map { ["status": $0.kind.rawValue, "at": iso.string(from: $0.at), "message": $0.words] }
-                    ?? NSNull()
+                entry["last_outcome"] = state.lastOutcome.map(StatusCommand.json) ?? NSNull()
                 if case .held(let reason) = state.hold { entry["hold"] = reason } else { entry["hold"] = NSNull() }
                 if let outcome = state.lastOutcome {
                     last = outcome.sentence(date: iso.string(from:))

@@ -5,6 +5,11 @@ import BackupEngine
 import Foundation
 
 enum StatusCommand {
+    /// How the last run ended, as `status` and `profiles` give it in JSON.
+    static func json(_ outcome: LastOutcome) -> [String: Any] {
+        ["status": outcome.kind.rawValue, "at": ISO8601DateFormatter().string(from: outcome.at), "message": outcome.words]
+    }
+
     static func run(_ command: ParsedCommand, app: BackupApp, profile: Profile, output: Output) async throws(AppError) -> ExitStatus {
         let state = try app.stateSummary(profile)
         // A source that cannot be scanned (an unmounted disk) still leaves the state to tell.
@@ -24,9 +29,7 @@ enum StatusCommand {
             "local_folders": preview?.folders ?? NSNull(),
         ]
         result["last_sync"] = state.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? NSNull()
-        result["last_outcome"] = state.lastOutcome.map { outcome -> [String: Any] in
-            ["status": outcome.kind.rawValue, "at": ISO8601DateFormatter().string(from: outcome.at), "message": outcome.words]
-        } ?? NSNull()
+        result["last_outcome"] = state.lastOutcome.map(Self.json) ?? NSNull()
         switch state.hold {
         case .none: result["hold"] = NSNull()
         case .held(let reason): result["hold"] = reason
