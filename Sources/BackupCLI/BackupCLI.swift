@@ -43,7 +43,7 @@ public enum BackupCLI {
             if let status = await TUIBridge.run(command, app: app) { return status }
             // A passphrase neither the environment nor the profile gives is asked on the
             // terminal, when there is one (never in a script without one).
-            if isatty(STDIN_FILENO) == 1 { app.askPassphrase = PassphrasePrompt.ask }
+            if isatty(STDIN_FILENO) == 1 && app.environment["BACKUP_SCHEDULED"] != "1" { app.askPassphrase = PassphrasePrompt.ask }
             guard let name = command.path.first else {
                 FileHandle.standardError.write(Data(Help.text(for: []).utf8))
                 return .usage
@@ -58,6 +58,14 @@ public enum BackupCLI {
                 }
                 output.document(script)
                 return .success
+            case "generate-unit":
+                let executable = command.value("exec") ?? Scheduler(environment: app.environment).executable
+                switch command.arguments.first {
+                case "service": output.document(String(try Scheduler.serviceTemplate(executable: executable, documentation: true).dropLast()))
+                case "timer": output.document(String(Scheduler.timerTemplate(documentation: true).dropLast()))
+                default: throw AppError(.usage, "generate-unit needs service or timer")
+                }
+                return .success
             case "tui":
                 throw AppError(.usage, "the full-screen interface needs a terminal on standard input and output")
             default:
@@ -66,6 +74,7 @@ public enum BackupCLI {
             let profileName = command.value("profile") ?? "default"
             if name == "init" { return try await InitCommand.run(command, app: app, profileName: profileName, output: output) }
             if name == "profiles" { return try ProfilesCommand.run(app: app, output: output) }
+            if name == "schedule" { return try ScheduleCommand.run(command, app: app, output: output) }
             if name == "restore" && command.value("remote") != nil && command.value("profile") == nil {
                 return try await RestoreCommand.run(command, app: app, profile: nil, output: output)
             }
@@ -118,7 +127,7 @@ public enum BackupCLI {
             output.finish(result, lines: [])
         } else {
             output.keep(result)
-            output.line("backup: \(failure.message)")
+            output.line("backup: \(failure.message)", level: .error)
         }
         return failure.status
     }

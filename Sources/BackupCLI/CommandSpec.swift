@@ -155,6 +155,14 @@ public enum CommandTree {
                 discussion: "One entry per profile of the config file: its source and remote, when it last synced, how its last run ended (whichever front end or timer ran it) and the write hold if one is set. Reads the state only; never touches a remote.",
                 options: [json]),
             CommandSpec(
+                "schedule", summary: "run a profile's sync on a timer, take it off, or list the timers",
+                discussion: "With --every: puts the profile's sync on a systemd user timer, backup@NAME.timer (NAME escaped as systemd-escape does), and enables and starts it when a user manager runs for the session (else says so, with the command that enables it later, and the cron line that would do the same). The interval goes in a drop-in, backup@NAME.timer.d/schedule.conf, under $XDG_CONFIG_HOME/systemd/user; the template units backup@.service and backup@.timer are a package's (in /usr/lib/systemd/user), or are written there beside it, running this binary, when none is installed. Intervals that divide an hour or a day, and daily and weekly, are wall-clock times that a run missed while the machine was off catches up (Persistent=true); each run is moved by up to a tenth of the interval (at most 30 minutes). The service runs a scripted sync (BACKUP_SCHEDULED=1: no interface, one journal line per event) at Nice=10 and idle I/O priority, with the config and state folders pinned as this shell sees them, and the variables in $XDG_CONFIG_HOME/backup/NAME.env when that file exists (a scheduled run has none of the shell's environment: credentials such as BACKUP_PASSWORD or AWS_SECRET_ACCESS_KEY go there, in a file of mode 0600, or come from password_command). It warns when lingering is off: the user's timers then stop when they log out. Where there is no systemd, it writes nothing and prints the crontab line. With --off: disables the timer and removes its files. With neither: lists the scheduled profiles.",
+                options: [
+                    OptionSpec("every", .text("hourly|daily|weekly|Nh|Nm"), help: "How often: hourly, daily, weekly, every N hours (6h) or every N minutes (30m), up to 31 days."),
+                    OptionSpec("off", help: "Take the profile off its timer: disable it and remove its files."),
+                    json,
+                ]),
+            CommandSpec(
                 "probe", summary: "look at the remote without writing",
                 discussion: "Reports the probe's outcome: unavailable, failed, none (an empty remote), notReady (files but no readable marker) or found. An encrypted remote is probed without its passphrase when none is given: its plain key file says \"found, encrypted\".",
                 options: [json, acceptHostKey]),
@@ -205,6 +213,10 @@ public enum CommandTree {
                 discussion: "The same as `backup` with no arguments on a terminal."),
             CommandSpec(
                 "generate-manual", summary: "print the man page (mdoc) made from this command tree", hidden: true),
+            CommandSpec(
+                "generate-unit", summary: "print the systemd user unit KIND (service or timer) a package installs",
+                arguments: [ArgumentSpec(name: "KIND", optional: false, help: "service or timer.")],
+                options: [OptionSpec("exec", .file("PATH"), help: "The binary the service runs (default: this one).")], hidden: true),
             CommandSpec(
                 "generate-completions", summary: "print the shell completion script for SHELL",
                 arguments: [ArgumentSpec(name: "SHELL", optional: false, help: "bash, zsh or fish.")], hidden: true),

@@ -12,8 +12,16 @@ import Synchronization
 
 /// Prints a job's events and results, as text or as JSON lines.
 final class Output: Sendable {
+    /// A log line's priority, as journald reads it from a `<N>` prefix (sd-daemon(3)).
+    enum Level: Int, Sendable { case error = 3, warning = 4, notice = 5, info = 6 }
+
     let json: Bool
     private let terminal: Bool
+    /// A scheduled run (BACKUP_SCHEDULED=1, set by the timer's service): one line per event,
+    /// never a progress line redrawn or repeated each second.
+    private let scheduled: Bool
+    /// Standard error goes to the journal (JOURNAL_STREAM is set): each line carries its priority.
+    private let journal: Bool
     private let state = Mutex<(last: ContinuousClock.Instant?, drawn: Bool)>((nil, false))
     /// The bytes over the last seconds, for the rate and ETA of the progress line.
     private let rate = Mutex(RateWindow())
@@ -21,10 +29,15 @@ final class Output: Sendable {
     private let lastResult = Mutex<Data?>(nil)
     private let started = ContinuousClock.now
 
-    init(json: Bool) {
+    init(json: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.json = json
-        terminal = isatty(STDERR_FILENO) == 1
+        scheduled = environment["BACKUP_SCHEDULED"] == "1"
+        journal = !(environment["JOURNAL_STREAM"] ?? "").isEmpty
+        terminal = isatty(STDERR_FILENO) == 1 && !scheduled
     }
+
+    /// `<N>` for a line of `level` when the journal reads standard error, else nothing.
+    private func prefix(_ level: Level) -> String { journal ? "<\(level.rawValue)>" : "" }
 
     /// Seconds since this output was made, the clock of the rate window.
     private var seconds: Double {
@@ -66,7 +79,7 @@ final class Output: Sendable {
                 progress("scanned \(files) files (\(Self.bytes(bytes))), read \(hashed)", force: true)
             }
         case .note(let path, let message):
-            if json { emit(["event": "note", "message": message].merging(Self.pathFields("path", path)) { a, _ in a }) } else { line("note: \(message)") }
+            if json { emit(["event": "note", "message": message].merging(Self.pathFields("path", path)) { a, _ in a }) } else { line("note: \(message)", level: .notice) }
         case .syncProgress(let done, let total, let transfer):
             counted(done, total, transfer, unit: "steps", verb: "sent")
         case .restoreProgress(let value, let transfer):
@@ -88,13 +101,13 @@ final class Output: Sendable {
             if json {
                 emit(["event": "error", "error": kind, "message": message].merging(Self.pathFields("path", path)) { a, _ in a })
             } else {
-                line("error: \(message)")
+                line("error: \(message)", level: .error)
             }
         case .conflict(let group, let paths):
             if json {
                 emit(["event": "conflict", "group": group].merging(Self.pathList("paths", paths)) { a, _ in a })
             } else {
-                line("group \"\(group)\" not placed: it would overwrite \(paths.count) local file(s) that differ (\(paths.prefix(3).joined(separator: ", "))\(paths.count > 3 ? ", …" : "")); pass --overwrite to replace them")
+                line("group \"\(group)\" not placed: it would overwrite \(paths.count) local file(s) that differ (\(paths.prefix(3).joined(separator: ", "))\(paths.count > 3 ? ", …" : "")); pass --overwrite to replace them", level: .warning)
             }
         }
     }
@@ -158,6 +171,7 @@ final class Output: Sendable {
     /// file, and formatting each report (sizes with `String(format:)`) cost more than the
     /// throttle saved.
     private func progress(_ text: @autoclosure () -> String, force: Bool) {
+        if scheduled && !force { return }
         guard due(force: force) else { return }
         let text = TerminalText.visible(text())
         if terminal {
@@ -166,18 +180,18 @@ final class Output: Sendable {
             state.withLock { $0.drawn = true }
             FileHandle.standardError.write(Data("\r\u{1B}[K\(shown)".utf8))
         } else {
-            FileHandle.standardError.write(Data((text + "\n").utf8))
+            FileHandle.standardError.write(Data((prefix(.info) + text + "\n").utf8))
         }
     }
 
     /// A line on stderr, clearing a progress line first; a control character in it (a line
     /// break too) is shown as an escape.
-    func line(_ text: String) {
+    func line(_ text: String, level: Level = .info) {
         let drawn = state.withLock { state in
             defer { state.drawn = false }
             return state.drawn
         }
-        FileHandle.standardError.write(Data(((drawn ? "\r\u{1B}[K" : "") + TerminalText.visible(text) + "\n").utf8))
+        FileHandle.standardError.write(Data(((drawn ? "\r\u{1B}[K" : "") + prefix(level) + TerminalText.visible(text) + "\n").utf8))
     }
 
     /// The summary on stdout (human mode), one line per argument: a control character inside
@@ -186,8 +200,9 @@ final class Output: Sendable {
         summary(lines: lines)
     }
 
-    func summary(lines: [String]) {
-        document(TerminalText.visible(lines: lines))
+    func summary(lines: [String], level: Level = .info) {
+        let shown = TerminalText.visible(lines: lines)
+        document(journal ? shown.split(separator: "\n", omittingEmptySubsequences: false).map { prefix(level) + $0 }.joined(separator: "\n") : shown)
     }
 
     /// Text the program wrote itself (help, the man page, completion scripts), printed as is.
@@ -206,7 +221,13 @@ final class Output: Sendable {
     /// notification command either way.
     func finish(_ result: [String: Any], lines: [String]) {
         keep(result)
-        if json { emit(result) } else { summary(lines: lines) }
+        // In the journal, a run that did not complete is an error whatever it printed.
+        let level: Level = switch result["status"] as? String {
+        case "completed": .info
+        case "partial": .warning
+        default: .error
+        }
+        if json { emit(result) } else { summary(lines: lines, level: level) }
     }
 
     /// Keeps `result` for the notification command without printing it.

@@ -1,5 +1,6 @@
 // `backup profiles`: every profile of the config file with its source, remote, last sync and
-// how the last run ended (whichever front end ran it), and the hold. Reads the state only.
+// how the last run ended (whichever front end ran it), the hold, and its timer. Reads the state
+// and the unit folder only.
 
 import BackupApp
 import Foundation
@@ -10,6 +11,7 @@ enum ProfilesCommand {
         let iso = ISO8601DateFormatter()
         var listed: [[String: Any]] = []
         var lines: [String] = []
+        let schedules = Dictionary(Scheduler(environment: app.environment, paths: app.paths).list().map { ($0.profile, $0) }) { a, _ in a }
         for profile in config.profiles {
             var entry: [String: Any] = ["name": profile.name, "source": profile.source, "remote": profile.remote]
             var last = "never synced"
@@ -28,9 +30,12 @@ enum ProfilesCommand {
                 entry["error"] = error.message
                 last = "state cannot be read: \(error.message)"
             }
+            let schedule = schedules[profile.name]
+            entry["schedule"] = schedule.map { ["every": $0.every, "timer": $0.timer, "enabled": $0.enabled] as [String: Any] } ?? NSNull()
             listed.append(entry)
             lines.append("\(profile.name)  \(profile.source) → \(profile.remote)")
             lines.append("    \(last)")
+            lines.append("    " + (schedule.map { "scheduled every \($0.every) (\($0.timer)\($0.enabled ? "" : ", not enabled"))" } ?? "not scheduled"))
         }
         if config.profiles.isEmpty { lines = ["no profiles in \(config.path); create one with `backup init --source DIR --remote URL`"] }
         output.finish(["event": "result", "status": "completed", "profiles": listed], lines: lines)
