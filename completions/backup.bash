@@ -5,7 +5,7 @@
 # The commands that follow the command path $1 ("" for backup itself, "hold", ...).
 _backup_subcommands() {
     case $1 in
-        '') echo 'init sync status profiles probe restore verify versions hold forget tui' ;;
+        '') echo 'init sync status profiles schedule probe restore verify versions hold forget tui' ;;
         'hold') echo 'set clear' ;;
     esac
 }
@@ -18,6 +18,7 @@ _backup_options() {
         'sync') echo '--yes --allow-shrink --allow-change --allow-missing-remote --take-over --dry-run --json --no-tui --profile --config --help --version' ;;
         'status') echo '--json --profile --config --help --version' ;;
         'profiles') echo '--json --profile --config --help --version' ;;
+        'schedule') echo '--every --off --json --profile --config --help --version' ;;
         'probe') echo '--json --accept-host-key --profile --config --help --version' ;;
         'restore') echo '--to --remote --resume --reset-attempts --only --path --as-of --place --overwrite --abandon --accept-host-key --json --no-tui --profile --config --help --version' ;;
         'verify') echo '--read-data --remote --accept-host-key --json --no-tui --profile --config --help --version' ;;
@@ -40,6 +41,7 @@ _backup_value() {
         'init:--group') echo 'text' ;;
         'init:--exclude') echo 'text' ;;
         'init:--accept-host-key') echo 'text' ;;
+        'schedule:--every') echo 'text' ;;
         'probe:--accept-host-key') echo 'text' ;;
         'restore:--to') echo 'directory' ;;
         'restore:--remote') echo 'directory' ;;

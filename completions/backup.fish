@@ -6,7 +6,7 @@
 function __backup_subcommands
     switch "$argv[1]"
         case ''
-            printf '%s\n' 'init' 'sync' 'status' 'profiles' 'probe' 'restore' 'verify' 'versions' 'hold' 'forget' 'tui'
+            printf '%s\n' 'init' 'sync' 'status' 'profiles' 'schedule' 'probe' 'restore' 'verify' 'versions' 'hold' 'forget' 'tui'
         case 'hold'
             printf '%s\n' 'set' 'clear'
     end
@@ -15,7 +15,7 @@ end
 # Whether option $argv[2] takes a value at path $argv[1].
 function __backup_takes_value
     switch "$argv[1]:$argv[2]"
-        case 'init:--source' 'init:--remote' 'init:--identity-file' 'init:--group' 'init:--exclude' 'init:--accept-host-key' 'probe:--accept-host-key' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--as-of' 'restore:--place' 'restore:--accept-host-key' 'verify:--read-data' 'verify:--remote' 'verify:--accept-host-key' 'versions:--remote' 'versions:--accept-host-key' '*:--profile' '*:--config'
+        case 'init:--source' 'init:--remote' 'init:--identity-file' 'init:--group' 'init:--exclude' 'init:--accept-host-key' 'schedule:--every' 'probe:--accept-host-key' 'restore:--to' 'restore:--remote' 'restore:--only' 'restore:--path' 'restore:--as-of' 'restore:--place' 'restore:--accept-host-key' 'verify:--read-data' 'verify:--remote' 'verify:--accept-host-key' 'versions:--remote' 'versions:--accept-host-key' '*:--profile' '*:--config'
             return 0
     end
     return 1
@@ -92,6 +92,7 @@ complete -c backup -n '__backup_wants_command ""' -a 'init' -d 'create or replac
 complete -c backup -n '__backup_wants_command ""' -a 'sync' -d 'back up the source to the remote'
 complete -c backup -n '__backup_wants_command ""' -a 'status' -d 'show a profile\'s state and what a sync would do now'
 complete -c backup -n '__backup_wants_command ""' -a 'profiles' -d 'list the profiles and how each one\'s last run ended'
+complete -c backup -n '__backup_wants_command ""' -a 'schedule' -d 'run a profile\'s sync on a timer, take it off, or list the timers'
 complete -c backup -n '__backup_wants_command ""' -a 'probe' -d 'look at the remote without writing'
 complete -c backup -n '__backup_wants_command ""' -a 'restore' -d 'restore a backup, group by group'
 complete -c backup -n '__backup_wants_command ""' -a 'verify' -d 'check the remote against the backup\'s marker'
@@ -117,6 +118,9 @@ complete -c backup -n '__backup_at "sync"' -l json -d 'Print JSON lines on stand
 complete -c backup -n '__backup_at "sync"' -l no-tui -d 'Run without the full-screen interface even on a terminal'
 complete -c backup -n '__backup_at "status"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "profiles"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
+complete -c backup -n '__backup_at "schedule"' -l every -x -d 'How often: hourly, daily, weekly, every N hours (6h) or every N minutes (30m), up to 31 days'
+complete -c backup -n '__backup_at "schedule"' -l off -d 'Take the profile off its timer: disable it and remove its files'
+complete -c backup -n '__backup_at "schedule"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "probe"' -l json -d 'Print JSON lines on standard output: progress events and a last "result" line'
 complete -c backup -n '__backup_at "probe"' -l accept-host-key -x -d 'For an sftp:// remote: trust the server\'s host key when its SHA-256 fingerprint is this one (check it on the server with ssh-keygen -lf), writing the key to $XDG_CONFIG_HOME/backup/known_hosts; also how a key that changed is trusted again'
 complete -c backup -n '__backup_at "restore"' -l to -x -a '(__fish_complete_directories)' -d 'The folder to restore into (default: the profile\'s source)'

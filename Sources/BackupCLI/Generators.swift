@@ -871,6 +871,8 @@ enum Manual {
             ("Ev BACKUP_CRYPT_PASSWORD", "The passphrase of an encrypted profile; the profile's `crypt_password_command` is used when it is not set, and a terminal prompt when neither is."),
             ("Ev BACKUP_CRYPT_PASSWORD2", "The second passphrase (rclone's `password2`) of an encrypted profile, if it has one; else `crypt_password2_command`."),
             ("Ev NO_COLOR", "When set and not empty, the full-screen interface draws without colour."),
+            ("Ev BACKUP_SCHEDULED", "Set to 1 by the service of `backup schedule`: the run is scripted whatever it is attached to (no interface, no prompt), and prints one line per event, never a progress line each second."),
+            ("Ev JOURNAL_STREAM", "Set by systemd when standard error goes to the journal: each line then starts with its priority (`<3>` an error or a run that did not complete, `<4>` a warning, `<5>` a note, `<6>` the rest), which journald reads."),
         ], width: "XDG_CONFIG_HOME")
     }
 
@@ -880,6 +882,9 @@ enum Manual {
             ("Pa ~/.config/backup/config", "The config file (mode 0600)."),
             ("Pa ~/.config/backup/known_hosts", "The SFTP host keys trusted with `--accept-host-key` (mode 0600), in OpenSSH's format."),
             ("Pa ~/.ssh/known_hosts", "OpenSSH's host keys, trusted for SFTP too; never written."),
+            ("Pa ~/.config/backup/ Ns Ar PROFILE Ns Pa .env", "Variables a scheduled run of the profile gets (NAME=value lines, read by its service when the file exists): credentials the timer has no other way to get. Keep it mode 0600."),
+            ("Pa ~/.config/systemd/user/backup@.service , Pa backup@.timer", "The template units of `backup schedule`, when no package installed them in /usr/lib/systemd/user."),
+            ("Pa ~/.config/systemd/user/backup@ Ns Ar NAME Ns Pa .timer.d/schedule.conf", "A profile's interval; `backup@NAME.service.d/schedule.conf` beside it pins its config and state folders."),
             ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /sync.db", "The sync state: what the remote holds, the fingerprint cache, the consent and the hold (SQLite)."),
             ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /restore.db", "The record of the last restore, for `--resume`."),
             ("Pa ~/.local/state/backup/ Ns Ar PROFILE Ns Pa /lock", "Keeps two runs of the profile apart; holds the running process's id."),
@@ -922,29 +927,12 @@ enum Manual {
         page.literal("$ backup restore --to ~/restored")
         page.text("A sync every night at 02:30 from cron(8); cron mails what it prints, and the exit status tells a wrapper what happened:")
         page.literal("30 2 * * * /usr/local/bin/backup sync --profile default")
-        page.text("The same with a systemd user timer. `Persistent=true` runs a sync missed while the machine was off; a guard or the hold makes the service fail (exit status 3), so it shows in `systemctl --user --failed`.")
+        page.text("The same with a systemd user timer, written and enabled by `backup schedule` (a guard or the hold makes the service fail with exit status 3, so it shows in `systemctl --user --failed`; its lines are in the journal):")
         page.literal("""
-            # ~/.config/systemd/user/backup.service
-            [Unit]
-            Description=Back up with backup(1)
-
-            [Service]
-            Type=oneshot
-            ExecStart=/usr/local/bin/backup sync --profile default
+            $ backup schedule --profile default --every daily
+            $ journalctl --user -u 'backup@default.service'
+            $ backup schedule --profile default --off
             """)
-        page.literal("""
-            # ~/.config/systemd/user/backup.timer
-            [Unit]
-            Description=Back up every night
-
-            [Timer]
-            OnCalendar=*-*-* 02:30
-            Persistent=true
-
-            [Install]
-            WantedBy=timers.target
-            """)
-        page.literal("$ systemctl --user enable --now backup.timer")
         page.text("Restore to a new machine from the remote alone, with no profile:")
         page.literal("""
             $ export AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=...

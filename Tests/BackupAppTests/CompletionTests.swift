@@ -48,7 +48,7 @@ final class CompletionTests: XCTestCase {
 
     func testBashCompletesCommandWords() throws {
         XCTAssertEqual(try bash("backup res"), ["restore"])
-        XCTAssertEqual(try bash("backup "), ["init", "sync", "status", "profiles", "probe", "restore", "verify", "versions", "hold", "forget", "tui"])
+        XCTAssertEqual(try bash("backup "), ["init", "sync", "status", "profiles", "schedule", "probe", "restore", "verify", "versions", "hold", "forget", "tui"])
         XCTAssertEqual(try bash("backup hold "), ["set", "clear"])
         XCTAssertEqual(try bash("backup --profile default hold s"), ["set"])
     }
