@@ -1,5 +1,7 @@
 # Builds backup and installs it where the system looks: the binary (a release build), the
-# man page and the bash, zsh and fish completions. PREFIX and DESTDIR are honoured:
+# man page, the bash, zsh and fish completions, and the systemd user units `backup schedule`
+# uses (backup@.service, backup@.timer, made by the installed binary so that they run it).
+# PREFIX and DESTDIR are honoured:
 #
 #     make && sudo make install              # /usr/local
 #     make install PREFIX=$HOME/.local       # one user, no root
@@ -25,6 +27,7 @@ man1dir = $(PREFIX)/share/man/man1
 bashdir = $(PREFIX)/share/bash-completion/completions
 zshdir = $(PREFIX)/share/zsh/site-functions
 fishdir = $(PREFIX)/share/fish/vendor_completions.d
+userunitdir = $(PREFIX)/lib/systemd/user
 
 .PHONY: all build install install-bin install-data uninstall generate deb
 
@@ -44,6 +47,10 @@ install-bin:
 	if [ ! -x "$$bin" ]; then echo "no release build at $$bin: run make first" >&2; exit 1; fi; \
 	$(INSTALL) -d "$(DESTDIR)$(bindir)" && \
 	$(INSTALL) -m 755 "$$bin" "$(DESTDIR)$(bindir)/backup"
+	$(INSTALL) -d "$(DESTDIR)$(userunitdir)"
+	"$(DESTDIR)$(bindir)/backup" generate-unit service --exec "$(bindir)/backup" >"$(DESTDIR)$(userunitdir)/backup@.service"
+	"$(DESTDIR)$(bindir)/backup" generate-unit timer >"$(DESTDIR)$(userunitdir)/backup@.timer"
+	chmod 644 "$(DESTDIR)$(userunitdir)/backup@.service" "$(DESTDIR)$(userunitdir)/backup@.timer"
 
 install-data:
 	$(INSTALL) -d "$(DESTDIR)$(man1dir)" "$(DESTDIR)$(bashdir)" "$(DESTDIR)$(zshdir)" "$(DESTDIR)$(fishdir)"
@@ -54,7 +61,8 @@ install-data:
 
 uninstall:
 	rm -f "$(DESTDIR)$(bindir)/backup" "$(DESTDIR)$(man1dir)/backup.1" \
-		"$(DESTDIR)$(bashdir)/backup" "$(DESTDIR)$(zshdir)/_backup" "$(DESTDIR)$(fishdir)/backup.fish"
+		"$(DESTDIR)$(bashdir)/backup" "$(DESTDIR)$(zshdir)/_backup" "$(DESTDIR)$(fishdir)/backup.fish" \
+		"$(DESTDIR)$(userunitdir)/backup@.service" "$(DESTDIR)$(userunitdir)/backup@.timer"
 
 generate:
 	$(SWIFT) build
