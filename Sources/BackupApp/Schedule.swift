@@ -290,15 +290,21 @@ public struct Scheduler: Sendable {
         }
     }
 
+    /// The first line of a template: whose it is. A copy of ours is rewritten by each
+    /// `schedule` (and removed once a package's is installed); a package's is never touched.
+    static func templateHeader(_ what: String, packaged: Bool) -> String {
+        packaged ? "# Installed with backup: \(what)." : header + ": \(what) (rewritten by each `backup schedule`: put changes in a drop-in)."
+    }
+
     /// The template service: one scripted, low-priority sync of the instance's profile.
-    /// `documentation` adds the man page (a package installs it; verify checks it exists).
-    public static func serviceTemplate(executable: String, documentation: Bool) throws(AppError) -> String {
+    /// `packaged`: a package's copy, which names the man page it installs beside it.
+    public static func serviceTemplate(executable: String, packaged: Bool) throws(AppError) -> String {
         var lines = [
-            header + " (or installed with backup): one scheduled sync of the profile %I.",
+            templateHeader("one scheduled sync of the profile %I", packaged: packaged),
             "[Unit]",
             "Description=backup: scheduled sync of profile %I",
         ]
-        if documentation { lines.append("Documentation=man:backup(1)") }
+        if packaged { lines.append("Documentation=man:backup(1)") }
         lines += [
             "",
             "[Service]",
@@ -313,13 +319,13 @@ public struct Scheduler: Sendable {
     }
 
     /// The template timer; each profile's drop-in gives its interval.
-    public static func timerTemplate(documentation: Bool) -> String {
+    public static func timerTemplate(packaged: Bool) -> String {
         var lines = [
-            header + " (or installed with backup): the timer of the profile %I; its interval is in backup@%i.timer.d/.",
+            templateHeader("the timer of the profile %I, its interval in backup@%i.timer.d/schedule.conf", packaged: packaged),
             "[Unit]",
             "Description=backup: timer of profile %I",
         ]
-        if documentation { lines.append("Documentation=man:backup(1)") }
+        if packaged { lines.append("Documentation=man:backup(1)") }
         lines += [
             "",
             "[Timer]",
@@ -384,8 +390,8 @@ public struct Scheduler: Sendable {
             return report
         }
         report.timer = Self.timerName(profile.name)
-        for (name, text) in [(Self.service, try Self.serviceTemplate(executable: executable, documentation: false)),
-                             (Self.timer, Self.timerTemplate(documentation: false))] {
+        for (name, text) in [(Self.service, try Self.serviceTemplate(executable: executable, packaged: false)),
+                             (Self.timer, Self.timerTemplate(packaged: false))] {
             let own = unitFolder + "/" + name
             if let installed = installedTemplate(name) {
                 // A package's copy is in use; an older copy of ours would shadow it.

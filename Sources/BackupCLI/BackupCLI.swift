@@ -61,8 +61,8 @@ public enum BackupCLI {
             case "generate-unit":
                 let executable = command.value("exec") ?? Scheduler(environment: app.environment).executable
                 switch command.arguments.first {
-                case "service": output.document(String(try Scheduler.serviceTemplate(executable: executable, documentation: true).dropLast()))
-                case "timer": output.document(String(Scheduler.timerTemplate(documentation: true).dropLast()))
+                case "service": output.document(String(try Scheduler.serviceTemplate(executable: executable, packaged: true).dropLast()))
+                case "timer": output.document(String(Scheduler.timerTemplate(packaged: true).dropLast()))
                 default: throw AppError(.usage, "generate-unit needs service or timer")
                 }
                 return .success

@@ -97,4 +97,81 @@ final class ScheduleTests: XCTestCase {
                                   executable: "/usr/bin/backup")
         XCTAssertThrowsError(try scheduler.serviceDropInText("p", configPath: nil), "a line break in a pinned folder must not reach a unit")
     }
+
+    /// A scheduler in a temporary home whose PATH has a `systemctl` that records its arguments
+    /// (and fails when told to), and, when `manager`, a user manager's socket.
+    private func recordingScheduler(manager: Bool, failing: String? = nil) throws -> (Scheduler, TempDir, () -> [String]) {
+        let dir = try TempDir("schedule-systemctl")
+        addTeardownBlock { dir.cleanup() }
+        let bin = try dir.makeFolder("bin")
+        let log = dir.path("systemctl.log")
+        let script = "#!/bin/sh\necho \"$*\" >>'\(log)'\n" + (failing.map { "case \"$*\" in *\($0)*) echo 'Unit not found.' >&2; exit 5;; esac\n" } ?? "")
+        try dir.write("bin/systemctl", Data(script.utf8))
+        chmod(bin + "/systemctl", 0o755)
+        let runtime = try dir.makeFolder("run")
+        if manager {
+            try FileManager.default.createDirectory(atPath: runtime + "/systemd", withIntermediateDirectories: true)
+            let python = Process()
+            python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            python.arguments = ["python3", "-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", runtime + "/systemd/private"]
+            try python.run()
+            python.waitUntilExit()
+        }
+        let environment = ["HOME": dir.path("home"), "PATH": bin, "XDG_CONFIG_HOME": dir.path("config"), "XDG_RUNTIME_DIR": runtime, "USER": "someone"]
+        var scheduler = Scheduler(environment: environment, executable: "/usr/bin/backup")
+        scheduler.systemUnitFolders = [dir.path("packaged")]
+        scheduler.lingerFolder = dir.path("linger")
+        let calls = { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        return (scheduler, dir, calls)
+    }
+
+    func testWithAUserManagerTheTimerIsEnabledAndStartedAndOffDisablesIt() throws {
+        let (scheduler, dir, calls) = try recordingScheduler(manager: true)
+        let profile = Profile(name: "my-pc", source: "/src", remote: "/dst")
+        let report = try scheduler.schedule(profile, every: try ScheduleInterval(parsing: "daily"), configPath: nil)
+        XCTAssertTrue(report.enabled)
+        XCTAssertNil(report.enableSkipped)
+        XCTAssertNil(report.cronLine)
+        XCTAssertEqual(calls(), ["--user daemon-reload", "--user enable backup@my\\x2dpc.timer", "--user restart backup@my\\x2dpc.timer"])
+        XCTAssertTrue(report.warnings.contains { $0.contains("loginctl enable-linger someone") })
+        try FileManager.default.createDirectory(atPath: dir.path("linger"), withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: dir.path("linger/someone"), contents: nil)
+        XCTAssertFalse(try scheduler.schedule(profile, every: try ScheduleInterval(parsing: "daily"), configPath: nil).warnings
+            .contains { $0.contains("lingering") }, "no lingering warning once lingering is on")
+
+        let removed = try scheduler.unschedule("my-pc")
+        XCTAssertEqual(removed.count, 2)
+        XCTAssertEqual(Array(calls().suffix(2)), ["--user disable --now backup@my\\x2dpc.timer", "--user daemon-reload"])
+        XCTAssertTrue(scheduler.list().isEmpty)
+    }
+
+    func testASystemctlFailureIsNamedWithWhatItSaid() throws {
+        let (scheduler, _, _) = try recordingScheduler(manager: true, failing: "enable")
+        XCTAssertThrowsError(try scheduler.schedule(Profile(name: "p", source: "/s", remote: "/r"), every: try ScheduleInterval(parsing: "1h"), configPath: nil)) {
+            let message = ($0 as? AppError)?.message ?? ""
+            XCTAssertTrue(message.contains("systemctl --user enable backup@p.timer") && message.contains("Unit not found."), message)
+        }
+    }
+
+    func testAPackagedTemplateIsUsedAndOnlyOurOwnCopyIsEverReplaced() throws {
+        let (scheduler, dir, _) = try recordingScheduler(manager: false)
+        let profile = Profile(name: "p", source: "/s", remote: "/r")
+        let every = try ScheduleInterval(parsing: "daily")
+        let own = scheduler.unitFolder + "/backup@.service"
+        XCTAssertTrue(try scheduler.schedule(profile, every: every, configPath: nil).written.contains(own))
+
+        // A person's own template is theirs: never rewritten.
+        try Data("[Service]\nExecStart=/opt/mine sync --profile %I\n".utf8).write(to: URL(fileURLWithPath: own))
+        XCTAssertFalse(try scheduler.schedule(profile, every: every, configPath: nil).written.contains(own))
+        XCTAssertTrue(try String(contentsOfFile: own, encoding: .utf8).contains("/opt/mine"))
+
+        // Ours, once a package installed its own, is removed so the package's takes effect.
+        try Data(try Scheduler.serviceTemplate(executable: "/old/backup", packaged: false).utf8).write(to: URL(fileURLWithPath: own))
+        try dir.write("packaged/backup@.service", Data(try Scheduler.serviceTemplate(executable: "/usr/bin/backup", packaged: true).utf8))
+        try dir.write("packaged/backup@.timer", Data(Scheduler.timerTemplate(packaged: true).utf8))
+        let report = try scheduler.schedule(profile, every: every, configPath: nil)
+        XCTAssertEqual(report.templates, [dir.path("packaged/backup@.service"), dir.path("packaged/backup@.timer")])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: own))
+        XCTAssertFalse(Scheduler.isOurs(dir.path("packaged/backup@.service")), "a package's copy is never ours to remove")
+    }
 }
