@@ -84,7 +84,9 @@ extension SFTPConnection {
         }, type: SFTP.extended))
     }
 
-    /// The names in the folder `path` with their attributes ("." and ".." left out).
+    /// The names in the folder `path` with their attributes ("." and ".." left out, and any
+    /// name no POSIX folder can hold: empty, or with a "/" or a NUL in it, which a hostile
+    /// server could send to pass a path of several components off as one name).
     func folderEntries(_ path: [UInt8]) throws -> [(name: [UInt8], attributes: SFTPAttributes)] {
         let handle = try expectHandle(call({ $0.string(path) }, type: SFTP.opendir))
         defer { closeQuietly(handle) }
@@ -103,7 +105,7 @@ extension SFTPConnection {
                     let name = try reader.string()
                     _ = try reader.stringRange()
                     let attributes = try SFTPAttributes.decode(&reader)
-                    if name == [0x2e] || name == [0x2e, 0x2e] { continue }
+                    if name == [0x2e] || name == [0x2e, 0x2e] || name.isEmpty || name.contains(0x2f) || name.contains(0) { continue }
                     entries.append((name, attributes))
                 }
             } catch {

@@ -262,6 +262,9 @@ public struct SFTPStorage: RemoteStorage {
         }
     }
 
+    /// The longest path below the root a listing walks into (Linux's PATH_MAX).
+    static let longestPath = 4096
+
     /// Every regular file below `start` (paths from the root), temporaries left out; links
     /// are neither listed nor followed.
     private func walk(_ start: [String], on connection: SFTPConnection, skipVersions: Bool) throws -> RemoteFileList {
@@ -275,6 +278,12 @@ public struct SFTPStorage: RemoteStorage {
                 continue  // removed while listed
             }
             let prefix = folder.isEmpty ? "" : folder.joined(separator: "/") + "/"
+            // No path this machine can hold is longer (PATH_MAX): a server whose folders go on
+            // deeper is refused, rather than walked forever.
+            guard bytes(folder).count <= Self.longestPath else {
+                throw CloudError(.transport, "\(shown(Array(folder.prefix(8))))/…: the listing goes deeper than \(Self.longestPath) bytes "
+                    + "of path, and no file that deep can be restored; the listing is refused")
+            }
             for entry in entries {
                 let name = FileName.string(fromBytes: entry.name)
                 if entry.attributes.isFolder {
