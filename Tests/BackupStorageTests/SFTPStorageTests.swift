@@ -141,6 +141,33 @@ final class SFTPStorageTests: XCTestCase {
 
     // MARK: What SFTP adds
 
+    /// A real sshd whose SFTP server is Tests/Fixtures/hostile_sftp_server.py: it lists names
+    /// no folder can hold, and under /deep a tree that never ends.
+    func testAHostileServersImpossibleNamesAreDroppedAndAnEndlessTreeIsRefused() async throws {
+        let dir = try TempDir("backup-sshd-hostile")
+        addTeardownBlock { dir.cleanup() }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/hostile_sftp_server.py").path
+        let server = try SSHServer(folder: dir.path, passwords: false, subsystem: "/usr/bin/python3 \(script)")
+        defer { server.stop() }
+        let knownHosts = dir.path("known_hosts")
+        try server.knownHostsLine.write(toFile: knownHosts, atomically: true, encoding: .utf8)
+        func storage(_ folder: String) -> SFTPStorage {
+            SFTPStorage(endpoint: SFTPEndpoint(host: "127.0.0.1", port: server.port, user: "root", folder: [folder]),
+                        credentials: SSHCredentials(user: "root", identityFile: server.clientKey), knownHosts: KnownHosts(ownFile: knownHosts),
+                        connections: 1)
+        }
+        let listed = try await storage("names").list().map(\.path)
+        XCTAssertEqual(listed, ["good.txt"], "a name with a / or a NUL, or an empty one, reached the listing")
+        do {
+            _ = try await storage("deep").list()
+            XCTFail("an endless tree was listed")
+        } catch let error as CloudError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("deeper than 4096 bytes"), error.message)
+        }
+    }
+
     func testRawByteNamesRoundTripAsOnTheFolderRemote() async throws {
         let remote = try makeRemote()
         let name = FileName.string(fromBytes: Array("raw-".utf8) + [0xff, 0xfe] + Array(".bin".utf8))

@@ -30,7 +30,8 @@ public final class SSHServer: @unchecked Sendable {
     private let lifeline: FileHandle
 
     /// Starts sshd; `passwords` allows password authentication (for a throwaway user).
-    public init(folder: String, passwords: Bool = true, file: StaticString = #filePath, line: UInt = #line) throws {
+    /// `subsystem`: the SFTP server sshd runs (a hostile one in the tests that need it).
+    public init(folder: String, passwords: Bool = true, subsystem: String = "internal-sftp", file: StaticString = #filePath, line: UInt = #line) throws {
         self.folder = folder
         guard access("/usr/sbin/sshd", X_OK) == 0 else {
             XCTFail("/usr/sbin/sshd was not found; run .ci/run (it installs openssh-server)", file: file, line: line)
@@ -71,7 +72,7 @@ public final class SSHServer: @unchecked Sendable {
                 MaxStartups 100:30:200
                 MaxSessions 100
                 LogLevel ERROR
-                Subsystem sftp internal-sftp
+                Subsystem sftp \(subsystem)
 
                 """
             try config.write(toFile: folder + "/sshd_config", atomically: true, encoding: .utf8)
