@@ -30,11 +30,16 @@ final class ScheduleEndToEndTests: XCTestCase {
     }
 
     /// Runs `tool arguments` with the fixture's environment; (status, stdout + stderr).
-    private func tool(_ f: CLIFixture, _ path: String, _ arguments: [String], environment extra: [String: String] = [:]) throws -> (Int32, String) {
+    private func tool(_ f: CLIFixture, _ path: String, _ arguments: [String]) throws -> (Int32, String) {
+        try Self.run(path, arguments, environment: f.environment)
+    }
+
+    /// Runs `path arguments` with exactly `environment`; (status, stdout + stderr).
+    static func run(_ path: String, _ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
-        process.environment = f.environment.merging(extra) { _, new in new }
+        process.environment = environment
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
@@ -155,17 +160,8 @@ final class ScheduleEndToEndTests: XCTestCase {
         XCTAssertEqual(environment["XDG_STATE_HOME"], f.dir.path("state"))
         try f.write("b.txt", "b")
         let executable = words.removeFirst()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = words
-        process.environment = environment
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = err
-        try process.run()
-        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, said)
+        let (status, said) = try Self.run(executable, words, environment: environment)
+        XCTAssertEqual(status, 0, said)
         XCTAssertEqual(try f.tree(f.remote)["b.txt"], Data("b".utf8), said)
         for line in said.split(separator: "\n") {
             XCTAssertTrue(line.first == "<" && line.dropFirst(2).first == ">", "a journal line without its priority: \(line)")
@@ -194,17 +190,9 @@ final class ScheduleEndToEndTests: XCTestCase {
 
         // cron runs the command with /bin/sh and a bare environment.
         try f.write("c.txt", "c")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", String(fields[5])]
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": f.dir.path("home"), "SHELL": "/bin/sh"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, said)
+        let (status, said) = try Self.run("/bin/sh", ["-c", String(fields[5])],
+                                          environment: ["PATH": "/usr/bin:/bin", "HOME": f.dir.path("home"), "SHELL": "/bin/sh"])
+        XCTAssertEqual(status, 0, said)
         XCTAssertEqual(try f.tree(f.remote)["c.txt"], Data("c".utf8), said)
         XCTAssertFalse(said.contains("%"), said)
     }
