@@ -360,23 +360,10 @@ public struct Config: Sendable, Equatable {
 
     private func writePrivately(_ text: String) throws(AppError) {
         let folder = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(
-                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let temporary = folder + "/.config.tmp-" + String(UInt32.random(in: .min ... .max), radix: 16)
-            guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw AppError.usage("cannot write the config file \(path): check that \(folder) is writable")
-            }
-            chmod(temporary, 0o600)
-            if rename(temporary, path) != 0 {
-                let reason = String(cString: strerror(errno))
-                unlink(temporary)
-                throw AppError.usage("cannot write the config file \(path): \(reason)")
-            }
-        } catch let error as AppError {
-            throw error
+        do throws(ReplacedFile.Failure) {
+            try ReplacedFile.write(Data(text.utf8), to: path, mode: 0o600, folderMode: 0o700)
         } catch {
-            throw .usage("cannot write the config file \(path): \(error.localizedDescription)")
+            throw .usage("cannot write the config file \(path): \(error.reason); check that \(folder) is writable")
         }
     }
 }

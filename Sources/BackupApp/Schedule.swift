@@ -9,6 +9,7 @@
 // and state are (the user manager has none of the shell's environment). NAME is the profile's
 // name escaped as `systemd-escape` does it.
 
+import BackupEngine
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -154,6 +155,15 @@ public struct Scheduler: Sendable {
     /// Where lingering is recorded, one file per user.
     public var lingerFolder = "/var/lib/systemd/linger"
 
+    /// The variable the service sets: a scheduled run.
+    static let scheduledVariable = "BACKUP_SCHEDULED"
+
+    /// Whether this is a scheduled run (the timer's service, or the cron line): scripted
+    /// whatever it is attached to, no prompt, one line per event. The one test of it.
+    public static func isScheduledRun(_ environment: [String: String]) -> Bool {
+        environment[scheduledVariable] == "1"
+    }
+
     /// A header line that marks the files this tool wrote (and may rewrite or remove).
     static let header = "# Written by backup schedule"
     static let service = "backup@.service"
@@ -212,12 +222,13 @@ public struct Scheduler: Sendable {
         return name
     }
 
+    /// `$XDG_CONFIG_HOME` and `$XDG_STATE_HOME` as AppPaths resolved them (their defaults
+    /// when unset): pinned into the service and the cron line.
+    var configHome: String { (paths.configFolder as NSString).deletingLastPathComponent }
+    var stateHome: String { (paths.stateFolder as NSString).deletingLastPathComponent }
+
     /// `$XDG_CONFIG_HOME/systemd/user`: the user's own unit folder.
-    public var unitFolder: String {
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
-        return config + "/systemd/user"
-    }
+    public var unitFolder: String { configHome + "/systemd/user" }
 
     public static func timerName(_ profile: String) -> String { "backup@\(escape(profile)).timer" }
 
@@ -244,12 +255,10 @@ public struct Scheduler: Sendable {
     var hasSystemd: Bool { find("systemctl") != nil }
 
     /// A user manager runs for this session: its private socket is in XDG_RUNTIME_DIR.
-    var userManagerSocket: String? {
-        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
-        let socket = runtime + "/systemd/private"
+    var hasUserManager: Bool {
+        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return false }
         var info = stat()
-        guard stat(socket, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK else { return nil }
-        return socket
+        return stat(runtime + "/systemd/private", &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
     }
 
     var userName: String {
@@ -296,46 +305,38 @@ public struct Scheduler: Sendable {
         packaged ? "# Installed with backup: \(what)." : header + ": \(what) (rewritten by each `backup schedule`: put changes in a drop-in)."
     }
 
-    /// The template service: one scripted, low-priority sync of the instance's profile.
-    /// `packaged`: a package's copy, which names the man page it installs beside it.
-    public static func serviceTemplate(executable: String, packaged: Bool) throws(AppError) -> String {
-        var lines = [
-            templateHeader("one scheduled sync of the profile %I", packaged: packaged),
-            "[Unit]",
-            "Description=backup: scheduled sync of profile %I",
-        ]
+    /// A template's text: its header and `[Unit]` section (a package's copy names the man
+    /// page it installs beside it), then `body`.
+    static func template(_ what: String, description: String, packaged: Bool, body: [String]) -> String {
+        var lines = [templateHeader(what, packaged: packaged), "[Unit]", "Description=\(description)"]
         if packaged { lines.append("Documentation=man:backup(1)") }
-        lines += [
-            "",
+        return (lines + [""] + body).joined(separator: "\n") + "\n"
+    }
+
+    /// The template service: one scripted, low-priority sync of the instance's profile.
+    public static func serviceTemplate(executable: String, packaged: Bool) throws(AppError) -> String {
+        template("one scheduled sync of the profile %I", description: "backup: scheduled sync of profile %I", packaged: packaged, body: [
             "[Service]",
             "Type=oneshot",
-            "Environment=BACKUP_SCHEDULED=1",
+            "Environment=\(scheduledVariable)=1",
             "ExecStart=\(try quoted(executable)) sync --profile %I --no-tui",
             "Nice=10",
             "IOSchedulingClass=idle",
             "SyslogIdentifier=backup",
-        ]
-        return lines.joined(separator: "\n") + "\n"
+        ])
     }
 
     /// The template timer; each profile's drop-in gives its interval.
     public static func timerTemplate(packaged: Bool) -> String {
-        var lines = [
-            templateHeader("the timer of the profile %I, its interval in backup@%i.timer.d/schedule.conf", packaged: packaged),
-            "[Unit]",
-            "Description=backup: timer of profile %I",
-        ]
-        if packaged { lines.append("Documentation=man:backup(1)") }
-        lines += [
-            "",
+        template("the timer of the profile %I, its interval in backup@%i.timer.d/schedule.conf", description: "backup: timer of profile %I",
+                 packaged: packaged, body: [
             "[Timer]",
             "Persistent=true",
             "FixedRandomDelay=true",
             "",
             "[Install]",
             "WantedBy=timers.target",
-        ]
-        return lines.joined(separator: "\n") + "\n"
+        ])
     }
 
     func timerDropInText(_ profile: String, _ every: ScheduleInterval) -> String {
@@ -350,8 +351,8 @@ public struct Scheduler: Sendable {
         var lines = [
             Self.header + " --profile \(profile): where this profile's config and state are, as the shell that scheduled it saw them.",
             "[Service]",
-            "Environment=\(try Self.quoted("XDG_CONFIG_HOME=" + (paths.configFolder as NSString).deletingLastPathComponent, exec: false))",
-            "Environment=\(try Self.quoted("XDG_STATE_HOME=" + (paths.stateFolder as NSString).deletingLastPathComponent, exec: false))",
+            "Environment=\(try Self.quoted("XDG_CONFIG_HOME=" + configHome, exec: false))",
+            "Environment=\(try Self.quoted("XDG_STATE_HOME=" + stateHome, exec: false))",
             // Variables only the shell had (credentials): in a 0600 file, read when it exists.
             "EnvironmentFile=-\(try Self.unquotedPath(environmentFile(profile)))",
         ]
@@ -368,8 +369,8 @@ public struct Scheduler: Sendable {
         }
         let spread = Int(profile.utf8.reduce(UInt32(2_166_136_261)) { ($0 ^ UInt32($1)) &* 16_777_619 } % 60)
         let (fields, note) = every.cronTimes(spread: spread)
-        var command = "BACKUP_SCHEDULED=1 XDG_CONFIG_HOME=\(sh((paths.configFolder as NSString).deletingLastPathComponent))"
-            + " XDG_STATE_HOME=\(sh((paths.stateFolder as NSString).deletingLastPathComponent)) nice -n 10 ionice -c 3 \(sh(executable))"
+        var command = "\(Self.scheduledVariable)=1 XDG_CONFIG_HOME=\(sh(configHome)) XDG_STATE_HOME=\(sh(stateHome))"
+            + " nice -n 10 ionice -c 3 \(sh(executable))"
         if let configPath { command += " --config \(sh(configPath))" }
         command += " sync --profile \(profile) --no-tui"
         return ("\(fields) \(command)", note)
@@ -413,7 +414,7 @@ public struct Scheduler: Sendable {
             report.warnings.append("lingering is off for \(userName): the timer runs only while you are logged in; "
                 + "`loginctl enable-linger \(userName)` keeps it running after you log out")
         }
-        if userManagerSocket != nil {
+        if hasUserManager {
             try systemctl(["daemon-reload"])
             try systemctl(["enable", report.timer ?? ""])
             try systemctl(["restart", report.timer ?? ""])
@@ -433,7 +434,9 @@ public struct Scheduler: Sendable {
         let files = [timerDropIn(profile), serviceDropIn(profile)].filter { FileManager.default.fileExists(atPath: $0) }
         let link = wantsLink(profile)
         let linked = (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) != nil
-        if userManagerSocket != nil, !files.isEmpty || linked {
+        let manager = hasUserManager
+        if manager, !files.isEmpty || linked {
+            // disable removes the link itself; one left (or made by hand) is removed below.
             try systemctl(["disable", "--now", Self.timerName(profile)])
         }
         var removed: [String] = []
@@ -446,7 +449,7 @@ public struct Scheduler: Sendable {
             removed.append(file)
             rmdir((file as NSString).deletingLastPathComponent)
         }
-        if userManagerSocket != nil, !removed.isEmpty { try systemctl(["daemon-reload"]) }
+        if manager, !removed.isEmpty { try systemctl(["daemon-reload"]) }
         return removed
     }
 
@@ -497,23 +500,13 @@ public struct Scheduler: Sendable {
         return start == Data(header.utf8)
     }
 
-    /// Writes `text` to `path` through a temporary and a rename, making its folders.
+    /// Writes `text` to `path` (mode 0644, as systemd's own units) through a temporary and a
+    /// rename, making its folders.
     func write(_ text: String, to path: String) throws(AppError) {
-        let folder = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let temporary = folder + "/.\((path as NSString).lastPathComponent).tmp"
-            try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
-            chmod(temporary, 0o644)
-            guard rename(temporary, path) == 0 else {
-                let reason = String(cString: strerror(errno))
-                unlink(temporary)
-                throw AppError.failure("cannot write \(path): \(reason)")
-            }
-        } catch let error as AppError {
-            throw error
+        do throws(ReplacedFile.Failure) {
+            try ReplacedFile.write(Data(text.utf8), to: path, mode: 0o644)
         } catch {
-            throw .failure("cannot write \(path): \(error.localizedDescription); check that \(folder) is yours and writable")
+            throw .failure("cannot write \(path): \(error.reason); check that \((path as NSString).deletingLastPathComponent) is yours and writable")
         }
     }
 

@@ -43,7 +43,7 @@ public enum BackupCLI {
             if let status = await TUIBridge.run(command, app: app) { return status }
             // A passphrase neither the environment nor the profile gives is asked on the
             // terminal, when there is one (never in a script without one).
-            if isatty(STDIN_FILENO) == 1 && app.environment["BACKUP_SCHEDULED"] != "1" { app.askPassphrase = PassphrasePrompt.ask }
+            if isatty(STDIN_FILENO) == 1 && !Scheduler.isScheduledRun(app.environment) { app.askPassphrase = PassphrasePrompt.ask }
             guard let name = command.path.first else {
                 FileHandle.standardError.write(Data(Help.text(for: []).utf8))
                 return .usage

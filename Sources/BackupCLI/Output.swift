@@ -31,7 +31,7 @@ final class Output: Sendable {
 
     init(json: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.json = json
-        scheduled = environment["BACKUP_SCHEDULED"] == "1"
+        scheduled = Scheduler.isScheduledRun(environment)
         journal = !(environment["JOURNAL_STREAM"] ?? "").isEmpty
         terminal = isatty(STDERR_FILENO) == 1 && !scheduled
     }

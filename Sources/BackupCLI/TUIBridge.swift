@@ -20,7 +20,7 @@ enum TUIBridge {
     static func onTerminal(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
         let term = environment["TERM"] ?? ""
         // A scheduled run (the timer's service) is a scripted run, whatever it is attached to.
-        guard environment["BACKUP_SCHEDULED"] != "1" else { return false }
+        guard !Scheduler.isScheduledRun(environment) else { return false }
         return isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 && !term.isEmpty && term != "dumb"
     }
 

@@ -150,20 +150,16 @@ public struct KnownHosts: Sendable, Equatable {
     /// held for the host.
     private func remember(token: String, type: String, key: [UInt8]) throws {
         guard let ownFile else { return }
-        let folder = (ownFile as NSString).deletingLastPathComponent
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let old = (try? String(contentsOfFile: ownFile, encoding: .utf8)) ?? ""
         var lines = old.split(separator: "\n").filter { line in
             !(line.split(separator: " ").first?.split(separator: ",").contains(where: { $0 == token }) ?? false)
         }.map(String.init)
         lines.append("\(token) \(type) \(Data(key).base64EncodedString())")
-        let temporary = ownFile + ".tmp.\(getpid())"
         let body = Data((lines.joined(separator: "\n") + "\n").utf8)
-        guard FileManager.default.createFile(atPath: temporary, contents: body, attributes: [.posixPermissions: 0o600]),
-              rename(temporary, ownFile) == 0
-        else {
-            unlink(temporary)
-            throw CloudError(.transport, "cannot write the accepted host key to \(ownFile): \(String(cString: strerror(errno)))")
+        do throws(ReplacedFile.Failure) {
+            try ReplacedFile.write(body, to: ownFile, mode: 0o600, folderMode: 0o700)
+        } catch {
+            throw CloudError(.transport, "cannot write the accepted host key to \(ownFile): \(error.reason)")
         }
     }
 }

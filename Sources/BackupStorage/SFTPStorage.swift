@@ -271,19 +271,20 @@ public struct SFTPStorage: RemoteStorage {
         var files = RemoteFileList()
         var folders: [[String]] = [start]
         while let folder = folders.popLast() {
+            let path = bytes(folder)
+            // No path this machine can hold is longer (PATH_MAX): a server whose folders go on
+            // deeper is refused, rather than walked forever.
+            guard path.count <= Self.longestPath else {
+                throw CloudError(.transport, "\(shown(Array(folder.prefix(8))))/…: the listing goes deeper than \(Self.longestPath) bytes "
+                    + "of path, and no file that deep can be restored; the listing is refused")
+            }
             let entries: [(name: [UInt8], attributes: SFTPAttributes)]
             do {
-                entries = try connection.folderEntries(bytes(folder))
+                entries = try connection.folderEntries(path)
             } catch let status as SFTPStatus where status.isNoSuchFile && !folder.isEmpty {
                 continue  // removed while listed
             }
             let prefix = folder.isEmpty ? "" : folder.joined(separator: "/") + "/"
-            // No path this machine can hold is longer (PATH_MAX): a server whose folders go on
-            // deeper is refused, rather than walked forever.
-            guard bytes(folder).count <= Self.longestPath else {
-                throw CloudError(.transport, "\(shown(Array(folder.prefix(8))))/…: the listing goes deeper than \(Self.longestPath) bytes "
-                    + "of path, and no file that deep can be restored; the listing is refused")
-            }
             for entry in entries {
                 let name = FileName.string(fromBytes: entry.name)
                 if entry.attributes.isFolder {

@@ -10,9 +10,7 @@ enum ScheduleCommand {
     static func run(_ command: ParsedCommand, app: BackupApp, output: Output) throws(AppError) -> ExitStatus {
         let scheduler = Scheduler(environment: app.environment, paths: app.paths)
         // A --config given here is written into the timer as an absolute path.
-        let configPath = command.value("config").map { path in
-            path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        }
+        let configPath = command.value("config").map(BackupApp.absolute)
         let name = command.value("profile")
         if let every = command.value("every") {
             if command.flag("off") { throw AppError(.usage, "give either --every INTERVAL or --off, not both") }
