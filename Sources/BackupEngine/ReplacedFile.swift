@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 public enum ReplacedFile {
-    /// Why a replace failed (strerror's words, or Foundation's).
+    /// Why a replace failed (strerror's words, or Foundation's for the folder).
     public struct Failure: Error, Sendable {
         public let reason: String
     }
@@ -26,11 +26,18 @@ public enum ReplacedFile {
             throw Failure(reason: error.localizedDescription)
         }
         let temporary = folder + "/." + (path as NSString).lastPathComponent + ".tmp-" + String(UInt32.random(in: .min ... .max), radix: 16)
-        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: Int(mode)]) else {
-            throw Failure(reason: "cannot create \(temporary)")
-        }
+        // Created here with the final mode (not by Foundation, which creates its own temporary
+        // with the umask's mode and sets the asked one only after the rename).
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw Failure(reason: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
         // The mode as asked, whatever the umask took away.
-        chmod(temporary, mode)
+        var code = fchmod(fd, mode) == 0 ? 0 : errno
+        if code == 0 { code = data.withUnsafeBytes { writeAll(fd, $0) } }
+        if close(fd) != 0 && code == 0 { code = errno }
+        guard code == 0 else {
+            unlink(temporary)
+            throw Failure(reason: String(cString: strerror(code)))
+        }
         guard rename(temporary, path) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)

@@ -953,18 +953,8 @@ public struct FolderStorage: RemoteStorage {
 
 /// Writes all of `data` to `fd`.
 private func writeAll(_ fd: Int32, _ data: Data, displayPath: String) throws {
-    try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
-        guard let base = buffer.baseAddress else { return }
-        var offset = 0
-        while offset < buffer.count {
-            let written = write(fd, base + offset, min(buffer.count - offset, 1 << 30))
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw SystemCallFailure(code: errno, operation: "writing", path: displayPath)
-            }
-            offset += written
-        }
-    }
+    let code = data.withUnsafeBytes { BackupEngine.writeAll(fd, $0) }
+    if code != 0 { throw SystemCallFailure(code: code, operation: "writing", path: displayPath) }
 }
 
 /// Reads `fd` to its end; `expectedSize` only sizes the buffer.

@@ -15,6 +15,7 @@
 // shorter; none for an empty file) sealed by secretbox (16-byte tag first) under the data key
 // with the nonce, which is incremented (little-endian) after every chunk.
 
+import BackupEngine
 import CCrypto
 import CSodium
 import Foundation
@@ -413,15 +414,9 @@ public struct RcloneCrypt: Sendable {
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(CryptError) {
-        var done = 0
-        while done < bytes.count {
-            let wrote = write(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done)
-            if wrote < 0 && errno == EINTR { continue }
-            if wrote <= 0 {
-                let code = wrote < 0 ? errno : ENOSPC
-                throw CryptError(.system, "writing an encrypted or decrypted file failed: \(String(cString: strerror(code)))", writeErrno: code)
-            }
-            done += wrote
+        let code = BackupEngine.writeAll(fd, bytes)
+        if code != 0 {
+            throw CryptError(.system, "writing an encrypted or decrypted file failed: \(String(cString: strerror(code)))", writeErrno: code)
         }
     }
 
