@@ -427,7 +427,7 @@ public struct StagedPlacement: RestorePlacement {
     }
 
     public func place(_ group: RestoreGroup) async throws -> PlacementDecision {
-        let conflicts = try group.files.compactMap { try target.conflict(for: $0) }
+        let conflicts = try target.conflicts(for: group.files)
         let offer = PlacementOffer(group: group, conflicts: conflicts, overwriteAllowed: overwrite)
         if !overwrite && !offersConflicts && !conflicts.isEmpty {
             onConflict(offer)

@@ -115,6 +115,13 @@ public struct RestoreTarget: RestoreStaging {
         return parts
     }
 
+    /// The text after the last "/" of a path `parts` accepted.
+    static func lastPart(of placePath: String) -> String {
+        let utf8 = placePath.utf8
+        guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")) else { return placePath }
+        return String(placePath[utf8.index(after: slash)...])
+    }
+
     // MARK: Staging
 
     public func create(for file: RestoreFile) throws -> StagedWrite {
@@ -163,7 +170,8 @@ public struct RestoreTarget: RestoreStaging {
 
     public func keep(_ write: StagedWrite, for file: RestoreFile) throws {
         defer { close(write.folderFD) }
-        let name = try Self.parts(file.placePath).last ?? ""
+        // The path was checked when its write was created; its last part is the name.
+        let name = Self.lastPart(of: file.placePath)
         // The recorded mode, times and owner go on the very descriptor that wrote the bytes:
         // nothing planted in the staging folder meanwhile can receive them, and placing is
         // then a rename alone.
@@ -300,23 +308,64 @@ public struct RestoreTarget: RestoreStaging {
     /// What placing `file` would overwrite: nil when nothing is there, or when what is there
     /// already has the file's contents (its SHA-256, or for a size-compared file its size).
     public func conflict(for file: RestoreFile) throws -> PlacementConflict? {
-        let parts = try Self.parts(file.placePath)
-        let finalPath = finalPath(for: file.placePath)
+        try conflicts(for: CollectionOfOne(file)).first
+    }
+
+    /// What placing each of `files` would overwrite, in their order (see `conflict(for:)`).
+    /// Files come in path order: each folder is walked once for all of its files, as placing
+    /// walks it, not once per file.
+    public func conflicts(for files: some Sequence<RestoreFile>) throws -> [PlacementConflict] {
         let rootFD = try openRoot()
         defer { close(rootFD) }
-        let chain: [Int32]
-        do {
-            chain = try openFolderChain(parts.dropLast(), under: rootFD, create: false, operation: "reading", displayRoot: root)
-        } catch {
-            if error.code == ENOENT { return nil }  // the folder is not there yet: nothing to overwrite
-            if error.code == ELOOP || error.code == ENOTDIR {
-                return PlacementConflict(remotePath: file.remotePath, localPath: error.path, kind: .notARegularFile)
-            }
-            throw LocalFileError(errno: error.code, reading: error.path)
+        var parts: ArraySlice<String>?
+        var folder = CheckedFolder.missing
+        func closeFolder() {
+            if case .open(let chain) = folder { chain.forEach { close($0) } }
+            folder = .missing
         }
-        defer { chain.forEach { close($0) } }
-        let folderFD = chain.last ?? rootFD
-        let name = parts[parts.count - 1]
+        defer { closeFolder() }
+        var found: [PlacementConflict] = []
+        for file in files {
+            let fileParts = try Self.parts(file.placePath)
+            if parts.map({ !FolderCache.same($0, fileParts.dropLast()) }) ?? true {
+                closeFolder()
+                do {
+                    folder = .open(try openFolderChain(fileParts.dropLast(), under: rootFD, create: false, operation: "reading", displayRoot: root))
+                } catch {
+                    switch error.code {
+                    case ENOENT: folder = .missing
+                    case ELOOP, ENOTDIR: folder = .blocked(localPath: error.path)
+                    default: throw LocalFileError(errno: error.code, reading: error.path)
+                    }
+                }
+                parts = fileParts.dropLast()
+            }
+            switch folder {
+            case .missing: continue
+            case .blocked(let localPath):
+                found.append(PlacementConflict(remotePath: file.remotePath, localPath: localPath, kind: .notARegularFile))
+            case .open(let chain):
+                if let conflict = try conflict(for: file, named: fileParts[fileParts.count - 1], in: chain.last ?? rootFD) {
+                    found.append(conflict)
+                }
+            }
+        }
+        return found
+    }
+
+    /// Where the folder of the files a conflict check is at stands.
+    private enum CheckedFolder {
+        /// Open, by this chain of descriptors (empty: the target itself).
+        case open([Int32])
+        /// Not there yet: nothing in it to overwrite.
+        case missing
+        /// A link or a file is where a folder on the way would be.
+        case blocked(localPath: String)
+    }
+
+    /// What placing `file` as `name` in the open folder `folderFD` would overwrite.
+    private func conflict(for file: RestoreFile, named name: String, in folderFD: Int32) throws -> PlacementConflict? {
+        let finalPath = finalPath(for: file.placePath)
         var info = stat()
         if FileName.withCString(name, { fstatat(folderFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) != 0 {
             if errno == ENOENT { return nil }

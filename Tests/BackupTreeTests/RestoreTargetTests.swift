@@ -263,6 +263,30 @@ final class RestoreTargetTests: XCTestCase {
         let file = RestoreFile(remotePath: "docs/report.txt", size: 9)
         XCTAssertEqual(try target.conflict(for: file)?.kind, .notARegularFile)
     }
+
+    func testConflictsOfAGroupWalkEachFolderOnceAndFindWhatEachFileWould() throws {
+        let target = RestoreTarget(root: dir.path("target"))
+        try dir.makeFolder("outside")
+        try dir.makeFolder("target/docs")
+        _ = try dir.write("target/docs/a.txt", Data("other".utf8))  // differs (size)
+        _ = try dir.write("target/docs/b.txt", Data("bb".utf8))  // the same size: the same file
+        try dir.makeFolder("target/docs/c.txt")  // a folder where a file goes
+        XCTAssertEqual(symlink(dir.path("outside"), dir.path("target/linked")), 0)
+        _ = try dir.write("outside/x.txt", Data("x".utf8))
+        _ = try dir.write("target/top.txt", Data("t".utf8))
+        let files = [
+            RestoreFile(remotePath: "docs/a.txt", size: 1), RestoreFile(remotePath: "docs/b.txt", size: 2),
+            RestoreFile(remotePath: "docs/c.txt", size: 3), RestoreFile(remotePath: "docs/new.txt", size: 3),
+            RestoreFile(remotePath: "linked/x.txt", size: 1), RestoreFile(remotePath: "linked/y.txt", size: 1),
+            RestoreFile(remotePath: "missing/deep/z.txt", size: 1), RestoreFile(remotePath: "top.txt", size: 5),
+            RestoreFile(remotePath: "docs/a.txt", placePath: "docs/again.txt", size: 1),
+        ]
+        let batch = try target.conflicts(for: files)
+        XCTAssertEqual(batch, try files.compactMap { try target.conflict(for: $0) })
+        XCTAssertEqual(batch.map(\.remotePath), ["docs/a.txt", "docs/c.txt", "linked/x.txt", "linked/y.txt", "top.txt"])
+        XCTAssertEqual(batch.map(\.kind), [.differentFile, .notARegularFile, .notARegularFile, .notARegularFile, .differentFile])
+        XCTAssertEqual(batch[2].localPath, target.root + "/linked", "the link is named, not what is behind it")
+    }
 }
 
 /// Collects the offers StagedPlacement rejected for conflicts.
