@@ -287,13 +287,15 @@ public final class StateStore: Sendable {
     /// Removes the entry of `path` and returns it (one transaction): what an upload that
     /// replaces the file does first, so a process killed while the new bytes are landing
     /// never leaves the state claiming the old ones.
+    ///
+    /// A path the state does not hold (every file of a first sync) costs one read, not a
+    /// write transaction: only this process writes the entries (the profile's lock), so what
+    /// the read finds is what the delete then removes, in one statement of its own.
     public func take(_ path: String) throws -> StateEntry? {
         try withDB { db in
             var found: StateEntry?
-            try db.transaction {
-                try db.run("SELECT \(Self.entryColumns) FROM entries WHERE path = ?1", [.text(path)]) { row in found = Self.entry(row) }
-                if found != nil { try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
-            }
+            try db.run("SELECT \(Self.entryColumns) FROM entries WHERE path = ?1", [.text(path)]) { row in found = Self.entry(row) }
+            if found != nil { try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
             return found
         }
     }
