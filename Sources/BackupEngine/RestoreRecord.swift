@@ -324,6 +324,11 @@ public final class RestoreRecord: Sendable {
     /// Sets the status of files (one transaction).
     public func setStatus(_ status: RestoreFileStatus, _ indices: [Int]) throws {
         try withDB { db in
+            if indices.count == 1, let index = indices.first {
+                // One statement is its own transaction (each download is recorded so).
+                try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(status.rawValue), .int(Int64(index))])
+                return
+            }
             try db.transaction {
                 for index in indices {
                     try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(status.rawValue), .int(Int64(index))])

@@ -200,11 +200,13 @@ final class SQLiteConnection {
     var changes: Int { Int(sqlite3_changes(db)) }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    /// BEGIN and COMMIT are cached statements like any other: a restore runs one transaction
+    /// per file, and `exec` would parse both each time.
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        try exec("BEGIN IMMEDIATE")
+        try run("BEGIN IMMEDIATE")
         do {
             let value = try body()
-            try exec("COMMIT")
+            try run("COMMIT")
             return value
         } catch {
             try? exec("ROLLBACK")
