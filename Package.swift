@@ -17,11 +17,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl"),
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium"),
         .systemLibrary(name: "CSSH2", path: "Sources/CSSH2", pkgConfig: "libssh2"),
 
         // MARK: The contract: value types, RemoteStorage, SyncEngine, probe, hold, SQLite state
-        .target(name: "BackupEngine", dependencies: ["CSQLite", "CCrypto", "CMalloc"]),
+        .target(name: "BackupEngine", dependencies: ["CSQLite", "CCrypto", "CMalloc", "CLinux"]),
 
         // MARK: Providers behind RemoteStorage (FolderStorage is the embedded default)
         .target(name: "BackupStorage", dependencies: ["BackupEngine", "CCurl", "CCrypto", "CSodium", "CSSH2"]),

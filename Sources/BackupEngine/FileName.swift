@@ -122,7 +122,8 @@ public enum FileName {
 
     /// Calls `body` with the NUL-terminated bytes `path` stands for, for system calls.
     public static func withCString<T>(_ path: String, _ body: (UnsafePointer<CChar>) throws -> T) rethrows -> T {
-        if !path.unicodeScalars.contains(escape) { return try path.withCString(body) }
+        // The escape's UTF-8 starts with 0xE2: a path without that byte is its own bytes.
+        if !path.utf8.contains(escapeUTF8[0]) || !path.unicodeScalars.contains(escape) { return try path.withCString(body) }
         var bytes = bytes(of: path).map { CChar(bitPattern: $0) }
         bytes.append(0)
         return try bytes.withUnsafeBufferPointer { buffer in

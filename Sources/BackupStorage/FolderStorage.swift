@@ -744,20 +744,32 @@ public struct FolderStorage: RemoteStorage {
     }
 
     /// Opens a regular file for reading and returns it with its size; absent is `.notFound`.
+    ///
+    /// One openat2 call where the kernel has it (a download of a small file is mostly opens),
+    /// else a walk folder by folder; either way no link is followed and nothing outside the
+    /// root is reached.
     private func openForReading(_ parts: [String], under rootFD: Int32) throws -> (fd: Int32, size: Int64) {
-        let notFound = CloudError(.notFound, "\(diskPath(parts)) does not exist on the remote folder")
-        let chain: [Int32]
-        do {
-            chain = try openFolders(parts.dropLast(), under: rootFD, create: false, operation: "reading")
-        } catch let failure as SystemCallFailure where Self.meansAbsent(failure.code) {
-            throw notFound
-        }
-        defer { chain.forEach { close($0) } }
+        func notFound() -> CloudError { CloudError(.notFound, "\(diskPath(parts)) does not exist on the remote folder") }
         // O_NONBLOCK: a FIFO planted on the remote is refused below instead of hanging the open.
-        let fd = FileName.withCString(parts[parts.count - 1]) { openat(chain.last ?? rootFD, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
+        let fd: Int32
+        if let opened = openBeneath(rootFD, parts.count == 1 ? parts[0] : parts.joined(separator: "/"), flags: flags) {
+            fd = opened
+        } else {
+            let chain: [Int32]
+            do {
+                chain = try openFolders(parts.dropLast(), under: rootFD, create: false, operation: "reading")
+            } catch let failure as SystemCallFailure where Self.meansAbsent(failure.code) {
+                throw notFound()
+            }
+            fd = FileName.withCString(parts[parts.count - 1]) { openat(chain.last ?? rootFD, $0, flags) }
+            let code = errno
+            chain.forEach { close($0) }
+            errno = code
+        }
         guard fd >= 0 else {
             let code = errno
-            if Self.meansAbsent(code) { throw notFound }
+            if Self.meansAbsent(code) { throw notFound() }
             throw SystemCallFailure(code: code, operation: "reading", path: diskPath(parts))
         }
         var status = stat()
@@ -769,7 +781,7 @@ public struct FolderStorage: RemoteStorage {
         // list() shows regular files only, so anything else is as good as absent.
         guard status.st_mode & S_IFMT == S_IFREG else {
             close(fd)
-            throw notFound
+            throw notFound()
         }
         return (fd, Int64(status.st_size))
     }

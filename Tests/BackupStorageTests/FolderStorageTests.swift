@@ -360,6 +360,26 @@ final class FolderStorageTests: XCTestCase {
         XCTAssertEqual(try remote.dir.entries(under: "outside"), [])
     }
 
+    /// A read opens the whole path in one call where the kernel allows it: a link as a
+    /// folder deep on the way, or as the file itself, is still not followed, and a read of a
+    /// real file beside them works.
+    func testReadsDoNotFollowALinkAnywhereOnThePath() async throws {
+        let remote = try makeRemote()
+        let outside = try remote.dir.makeFolder("outside")
+        try remote.dir.write("outside/secret.txt", Data("outside".utf8))
+        try remote.dir.write("remote/a/b/real.txt", Data("inside".utf8))
+        XCTAssertEqual(symlink(outside, remote.root + "/a/b/deep-link"), 0)
+        XCTAssertEqual(symlink(outside + "/secret.txt", remote.root + "/a/b/file-link"), 0)
+        XCTAssertEqual(symlink(remote.root + "/a", remote.root + "/inside-link"), 0)
+        for path in ["a/b/deep-link/secret.txt", "a/b/file-link", "inside-link/b/real.txt"] {
+            await StorageContract.assertThrows(.notFound, "reading \(path)") {
+                _ = try await remote.storage.readBytes(path)
+            }
+        }
+        let real = try await remote.storage.readBytes("a/b/real.txt")
+        XCTAssertEqual(real, Data("inside".utf8))
+    }
+
     // MARK: Errors
 
     func testErrnoMapping() {
