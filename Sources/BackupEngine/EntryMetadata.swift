@@ -47,9 +47,52 @@ public struct EntryMetadata: Sendable, Equatable, Hashable, Codable {
 
     /// One line of text for a record: "mode mtime uid gid", then a tab and the user name and
     /// a tab and the group name (empty when none; a name holding a tab or a line feed is not kept).
+    ///
+    /// Written as bytes, not by interpolation: a restore records it for every file. A name is
+    /// checked for the tab and line feed bytes, which `init(recordText:)` splits on.
     public var recordText: String {
-        func name(_ text: String?) -> String { text.map { $0.contains("\t") || $0.contains("\n") ? "" : $0 } ?? "" }
-        return "\(mode) \(mtimeNanoseconds) \(uid) \(gid)\t\(name(user))\t\(name(group))"
+        func kept(_ text: String?) -> String.UTF8View? {
+            guard let utf8 = text?.utf8, !utf8.contains(UInt8(ascii: "\t")), !utf8.contains(UInt8(ascii: "\n")) else { return nil }
+            return utf8
+        }
+        let user = kept(user), group = kept(group)
+        // Four numbers of at most 20 digits and a sign, three separators, two tabs.
+        let capacity = 4 * 21 + 5 + (user?.count ?? 0) + (group?.count ?? 0)
+        return String(unsafeUninitializedCapacity: capacity) { out in
+            var count = 0
+            func put(_ byte: UInt8) {
+                out[count] = byte
+                count += 1
+            }
+            func put(_ value: Int64) {
+                if value < 0 { put(UInt8(ascii: "-")) }
+                var magnitude = value.magnitude, digits: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+                let length = withUnsafeMutableBytes(of: &digits) { buffer -> Int in
+                    var length = 0
+                    repeat {
+                        buffer[length] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                        magnitude /= 10
+                        length += 1
+                    } while magnitude > 0
+                    return length
+                }
+                withUnsafeBytes(of: &digits) { buffer in
+                    for index in stride(from: length - 1, through: 0, by: -1) { put(buffer[index]) }
+                }
+            }
+            put(Int64(mode))
+            put(UInt8(ascii: " "))
+            put(mtimeNanoseconds)
+            put(UInt8(ascii: " "))
+            put(Int64(uid))
+            put(UInt8(ascii: " "))
+            put(Int64(gid))
+            put(UInt8(ascii: "\t"))
+            user?.forEach { put($0) }
+            put(UInt8(ascii: "\t"))
+            group?.forEach { put($0) }
+            return count
+        }
     }
 
     /// The metadata `recordText` wrote, or nil for text it does not make (one pass over the

@@ -220,6 +220,10 @@ extension RestoreTarget {
 /// Adds the folders `path` lies in ("a/b" and "a" for "a/b/c") to `folders`, stopping at the
 /// first already there (its own folders are then there too).
 func insertFolders(of path: String, into folders: inout Set<String>) {
-    var parts = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
-    while !parts.isEmpty, folders.insert(parts.joined(separator: "/")).inserted { parts = parts.dropLast() }
+    // Each folder is a prefix up to a "/" (an ASCII byte, so a valid index of the String):
+    // no split and no join per path, and most paths stop at their parent, already in.
+    var end = path.utf8.endIndex
+    while let slash = path.utf8[..<end].lastIndex(of: UInt8(ascii: "/")), folders.insert(String(path[..<slash])).inserted {
+        end = slash
+    }
 }

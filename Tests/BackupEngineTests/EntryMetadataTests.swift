@@ -17,6 +17,22 @@ final class EntryMetadataTests: XCTestCase {
         }
     }
 
+    func testRecordTextIsTheNumbersThenTheNames() {
+        let metadata = EntryMetadata(mode: 0o644, mtimeNanoseconds: -1_500, uid: 1000, gid: 0, user: "élise", group: "staff")
+        XCTAssertEqual(metadata.recordText, "420 -1500 1000 0\télise\tstaff")
+        XCTAssertEqual(EntryMetadata(mode: 0, mtimeNanoseconds: 0, uid: 0, gid: 0).recordText, "0 0 0 0\t\t")
+    }
+
+    /// A name holding a tab or a line feed byte is not kept, even where that byte is one
+    /// Character with the mark after it (which a search by Character does not find).
+    func testRecordTextLeavesOutANameWithATabOrLineFeedByte() {
+        for name in ["a\tb", "a\nb", "\t\u{301}x", "x\n\u{308}"] {
+            let metadata = EntryMetadata(mode: 0o600, mtimeNanoseconds: 7, uid: 1, gid: 2, user: name, group: name)
+            XCTAssertEqual(metadata.recordText, "384 7 1 2\t\t", String(reflecting: name))
+            XCTAssertEqual(EntryMetadata(recordText: metadata.recordText), EntryMetadata(mode: 0o600, mtimeNanoseconds: 7, uid: 1, gid: 2))
+        }
+    }
+
     func testRecordTextRefusesWhatItDoesNotWrite() {
         for text in ["", "644 1 2 3", "644 1 2\t\t", "99999 1 2 3\t\t", "644 x 2 3\t\t", "644 1 2 3 4\t\t", "644 1 -2 3\t\t",
                      "644 99999999999999999999 2 3\t\t", "644 1 2 3\ta", "644  1 2 3\t\t"] {
