@@ -66,19 +66,14 @@ public struct EntryMetadata: Sendable, Equatable, Hashable, Codable {
             }
             func put(_ value: Int64) {
                 if value < 0 { put(UInt8(ascii: "-")) }
-                var magnitude = value.magnitude, digits: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
-                let length = withUnsafeMutableBytes(of: &digits) { buffer -> Int in
-                    var length = 0
-                    repeat {
-                        buffer[length] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                        magnitude /= 10
-                        length += 1
-                    } while magnitude > 0
-                    return length
-                }
-                withUnsafeBytes(of: &digits) { buffer in
-                    for index in stride(from: length - 1, through: 0, by: -1) { put(buffer[index]) }
-                }
+                // The digits come lowest first; they are turned round where they were written.
+                var magnitude = value.magnitude
+                let first = count
+                repeat {
+                    put(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                    magnitude /= 10
+                } while magnitude > 0
+                out[first..<count].reverse()
             }
             put(Int64(mode))
             put(UInt8(ascii: " "))
