@@ -165,7 +165,8 @@ public final class SyncEngine: Sendable {
         }
         for phase in [sizePhase, uploads.dropFirst(sizePhase.count)] where !phase.isEmpty {
             if let stop = try await uploadPhase(
-                phase, of: snapshot, keeper: keeper, report: &report, done: &done, total: total, onProgress: onProgress)
+                phase, of: snapshot, replacing: plan.replacing, keeper: keeper, report: &report, done: &done, total: total,
+                onProgress: onProgress)
             {
                 return stop
             }
@@ -342,6 +343,9 @@ public final class SyncEngine: Sendable {
         /// Size-compared uploads first, then hash-compared in snapshot order (rule 7): indices
         /// of the snapshot's entries (not copies of them: a first run uploads every file).
         var uploads: [Int]
+        /// The uploads whose path the state holds: the rest (every file of a first run) have
+        /// no entry to take first.
+        var replacing: Set<Int>
         var deletes: [String]
         var markerNeeded: Bool
         /// Whether the remote holds no marker now.
@@ -481,7 +485,7 @@ public final class SyncEngine: Sendable {
         let markerStale = !metadataChanges.isEmpty || staleFlag || (snapshot.treeDigest != nil && snapshot.treeDigest != writtenDigest)
         return Plan(
             identity: identity, identityChange: change, drop: drop, adopt: adopt, refusal: refusal,
-            uploads: uploads, deletes: deletes,
+            uploads: uploads, replacing: merge.replacing, deletes: deletes,
             markerNeeded: !uploads.isEmpty || !deletes.isEmpty || remoteMarker == nil || writer == .takenOver || markerStale,
             markerMissing: remoteMarker == nil, markerSize: remoteMarker?.size, remoteFiles: remoteCount, markerTakenOver: writer == .takenOver, unchanged: unchanged, kept: kept,
             recordTimes: recordTimes, metadataChanges: metadataChanges, markerStale: markerStale)
@@ -512,6 +516,9 @@ public final class SyncEngine: Sendable {
         /// Listed files the state knew: the remote still holds this backup's files.
         var held = 0
         var uploadIndices: [Int] = []
+        /// The uploads whose path the state holds (after rule 2's adoptions): only these have
+        /// an entry to take before their new bytes land.
+        var replacing = Set<Int>()
         var deletes: [String] = []
         var unchanged = 0
         var kept = 0
@@ -627,7 +634,12 @@ public final class SyncEngine: Sendable {
             // Size-compared: the size, and the mtime recorded at upload where one is recorded.
             let changed = entry.digest.map { match?.digest != $0 } ?? (match == nil || match?.size != entry.size
                 || (entry.mtimeNanoseconds != nil && match?.mtimeNanoseconds != nil && match?.mtimeNanoseconds != entry.mtimeNanoseconds))
-            if changed { uploadIndices.append(index) } else { unchanged += 1 }
+            if changed {
+                uploadIndices.append(index)
+                if match != nil { replacing.insert(index) }
+            } else {
+                unchanged += 1
+            }
             if entry.digest != nil, match?.digest != nil {
                 hashCompared += 1
                 if changed { hashReplaced += 1 }
@@ -691,7 +703,8 @@ public final class SyncEngine: Sendable {
     /// set meanwhile; uploads already in flight then finish and are recorded, so the state
     /// always matches what the remote holds. Cancellation is thrown the same way.
     private func uploadPhase(
-        _ indices: ArraySlice<Int>, of snapshot: SyncSnapshot, keeper: VersionKeeper?, report: inout SyncReport, done: inout Int,
+        _ indices: ArraySlice<Int>, of snapshot: SyncSnapshot, replacing: Set<Int>, keeper: VersionKeeper?, report: inout SyncReport,
+        done: inout Int,
         total: Int, onProgress: SyncProgress
     ) async throws -> SyncOutcome? {
         let root = snapshot.localRoot
@@ -721,9 +734,10 @@ public final class SyncEngine: Sendable {
                         break
                     }
                     let entry = snapshot.entries[indices[next]]
+                    let known = replacing.contains(indices[next])
                     next += 1
                     inFlight += 1
-                    let previous = try state.take(entry.path)
+                    let previous = known ? try state.take(entry.path) : nil
                     if let previous { replaced[entry.path] = previous }
                     group.addTask {
                         // The file being replaced is kept first: one that cannot be is not replaced.

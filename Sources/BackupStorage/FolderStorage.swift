@@ -4,6 +4,7 @@
 
 import BackupEngine
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -51,6 +52,9 @@ public struct FolderStorage: RemoteStorage {
     /// filesystem allows it (`UnnamedFile`); when false every write takes a named
     /// temporary and a rename, as on filesystems without unnamed files.
     public var unnamedTemporaries = true
+
+    /// The root as the last listing opened it, for the per-file reads and writes after it.
+    private let heldRoot = HeldRoot()
 
     /// A provider over the existing folder `root`; nothing is checked or created until first use.
     public init(root: String, durability: Durability = .batched, readOnly: Bool = false) {
@@ -121,10 +125,12 @@ public struct FolderStorage: RemoteStorage {
     ///
     /// Leaves out the volume id file at the root and temporary files anywhere; symbolic links
     /// are neither listed nor followed.
+    ///
+    /// The root it opens is the one the reads and writes after it use (`HeldRoot`): a run
+    /// writes into the folder it listed, even if another is mounted there meanwhile.
     public func list() async throws -> RemoteFileList {
         try mapped {
-            let rootFD = try openRoot()
-            defer { close(rootFD) }
+            let rootFD = try heldRoot.replace(with: openRoot())
             let walker = DirectoryWalker(rootPath: rootForMessages) { folder, name in
                 name.hasPrefix(Self.temporaryFilePrefix)
                     || (folder.isEmpty && (name == Self.volumeIdFileName || name == VersionStore.folder))
@@ -168,8 +174,7 @@ public struct FolderStorage: RemoteStorage {
         try refuseWrite(path)
         let parts = try Self.components(of: path)
         return try mapped {
-            let rootFD = try openRoot()
-            defer { close(rootFD) }
+            let rootFD = try heldRoot.descriptor(opening: openRoot)
             return try place(parts, under: rootFD) { fd, displayPath in
                 try writeAll(fd, data, displayPath: displayPath)
             }
@@ -186,8 +191,7 @@ public struct FolderStorage: RemoteStorage {
         try refuseWrite(path)
         let parts = try Self.components(of: path)
         return try mapped {
-            let rootFD = try openRoot()
-            defer { close(rootFD) }
+            let rootFD = try heldRoot.descriptor(opening: openRoot)
             return try place(parts, under: rootFD, fill: fill)
         }
     }
@@ -213,8 +217,7 @@ public struct FolderStorage: RemoteStorage {
         try refuseWrite(path)
         let parts = try Self.components(of: path)
         return try mapped {
-            let rootFD = try openRoot()
-            defer { close(rootFD) }
+            let rootFD = try heldRoot.descriptor(opening: openRoot)
             // O_NONBLOCK so that a FIFO given by mistake is refused below instead of hanging
             // the open; it changes nothing for regular files.
             let source = FileName.withCString(localPath) { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
@@ -227,9 +230,13 @@ public struct FolderStorage: RemoteStorage {
             guard status.st_mode & S_IFMT == S_IFREG else {
                 throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath): it is not a regular file")
             }
+            var fills = 0
             return try place(parts, under: rootFD, creationMode: 0o600) { fd, displayPath in
                 // From the start each time: a fill that did not land is made again.
-                guard lseek(source, 0, SEEK_SET) == 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
+                fills += 1
+                if fills > 1 && lseek(source, 0, SEEK_SET) != 0 {
+                    throw localFileError(errno: errno, operation: "read", path: localPath)
+                }
                 do {
                     try copyContents(from: source, to: fd, expectedSize: Int64(status.st_size), onBytes: onBytes)
                 } catch let failure as CopyFailure {
@@ -249,8 +256,7 @@ public struct FolderStorage: RemoteStorage {
     public func readBytes(_ path: String) async throws -> Data {
         let parts = try Self.components(of: path)
         return try mapped {
-            let rootFD = try openRoot()
-            defer { close(rootFD) }
+            let rootFD = try heldRoot.descriptor(opening: openRoot)
             let (fd, size) = try openForReading(parts, under: rootFD)
             defer { close(fd) }
             return try readAll(fd, expectedSize: size, displayPath: diskPath(parts))
@@ -264,8 +270,7 @@ public struct FolderStorage: RemoteStorage {
     ) async throws {
         let parts = try Self.components(of: path)
         try mapped {
-            let rootFD = try openRoot()
-            defer { close(rootFD) }
+            let rootFD = try heldRoot.descriptor(opening: openRoot)
             let (source, size) = try openForReading(parts, under: rootFD)
             defer { close(source) }
             guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
@@ -291,8 +296,7 @@ public struct FolderStorage: RemoteStorage {
         try refuseWrite(path)
         let parts = try Self.components(of: path)
         try mapped {
-            let rootFD = try openRoot()
-            defer { close(rootFD) }
+            let rootFD = try heldRoot.descriptor(opening: openRoot)
             let folders = parts.dropLast()
             let chain: [Int32]
             do {
@@ -321,8 +325,7 @@ public struct FolderStorage: RemoteStorage {
         try refuseWrite(path)
         let parts = try Self.components(of: path)
         return try mapped {
-            let rootFD = try openRoot()
-            defer { close(rootFD) }
+            let rootFD = try heldRoot.descriptor(opening: openRoot)
             let (fd, size) = try openForReading(parts, under: rootFD)
             defer { close(fd) }
             var source = stat()
@@ -852,18 +855,24 @@ public struct FolderStorage: RemoteStorage {
         var attempt = 0
         while true {
             attempt += 1
-            let chain = try openFolders(parts.dropLast(), under: rootFD, create: true, operation: "writing")
-            defer { chain.forEach { close($0) } }
-            let folderFD = chain.last ?? rootFD
+            let parent = try openParent(parts, under: rootFD)
+            defer { if let parent { close(parent) } }
+            let folderFD = parent ?? rootFD
 
+            // The placed file as it was when it got its name: the unnamed file's own status,
+            // else the name's.
+            var status = stat()
             do {
-                if try !placeUnnamed(name, in: folderFD, displayPath: displayPath, mode: creationMode, fill: fill) {
+                if try !placeUnnamed(name, in: folderFD, displayPath: displayPath, mode: creationMode, status: &status, fill: fill) {
                     let temporary = try createTemporary(in: folderFD, displayPath: displayPath, mode: creationMode,
                                                         sync: durability == .perFile) { fd in try fill(fd, displayPath) }
                     guard FileName.withCString(name, { renameat(folderFD, temporary, folderFD, $0) }) == 0 else {
                         let code = errno
                         unlinkat(folderFD, temporary, 0)
                         throw SystemCallFailure(code: code, operation: "writing", path: displayPath)
+                    }
+                    guard FileName.withCString(name, { fstatat(folderFD, $0, &status, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+                        throw SystemCallFailure(code: errno, operation: "checking", path: displayPath)
                     }
                 }
             } catch let failure as SystemCallFailure where failure.code == ENOENT && attempt < 3 {
@@ -873,13 +882,25 @@ public struct FolderStorage: RemoteStorage {
             if durability == .perFile && fsync(folderFD) != 0 {
                 throw SystemCallFailure(code: errno, operation: "syncing the folder of", path: displayPath)
             }
-            var status = stat()
-            guard FileName.withCString(name, { fstatat(folderFD, $0, &status, AT_SYMLINK_NOFOLLOW) }) == 0 else {
-                throw SystemCallFailure(code: errno, operation: "checking", path: displayPath)
-            }
             return RemoteFile(path: parts.joined(separator: "/"), size: Int64(status.st_size),
                               remoteId: Self.remoteId(status))
         }
+    }
+
+    /// The folder that holds the last of `parts`, opened for writing into and created with its
+    /// missing parents, or nil when that is the root itself. The caller closes it.
+    ///
+    /// One openat2 call finds a folder that exists (beneath the root, no link followed); a
+    /// missing one, or anything in the way, is left to the walk folder by folder, which
+    /// creates what is missing and names what is in the way as before.
+    private func openParent(_ parts: [String], under rootFD: Int32) throws -> Int32? {
+        guard parts.count > 1 else { return nil }
+        let folders = parts.dropLast()
+        let path = folders.count == 1 ? folders[folders.startIndex] : folders.joined(separator: "/")
+        if let fd = openBeneath(rootFD, path, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), fd >= 0 { return fd }
+        let chain = try openFolders(folders, under: rootFD, create: true, operation: "writing")
+        chain.dropLast().forEach { close($0) }
+        return chain.last
     }
 
     /// Fills an unnamed file made in `folderFD` (`UnnamedFile`) and links it in as `name`,
@@ -887,7 +908,7 @@ public struct FolderStorage: RemoteStorage {
     /// filesystem has no unnamed files or this process cannot link one, and the caller then
     /// takes a named temporary. On any failure nothing is left under any name.
     private func placeUnnamed(
-        _ name: String, in folderFD: Int32, displayPath: String, mode: mode_t,
+        _ name: String, in folderFD: Int32, displayPath: String, mode: mode_t, status: inout stat,
         fill: (_ fd: Int32, _ displayPath: String) throws -> Void
     ) throws -> Bool {
         guard unnamedTemporaries, let fd = UnnamedFile.create(in: folderFD, access: O_WRONLY, mode: mode) else { return false }
@@ -899,6 +920,7 @@ public struct FolderStorage: RemoteStorage {
         }
         let code = UnnamedFile.link(fd, in: folderFD, as: name, replacing: true, temporaryName: Self.temporaryName)
         guard code == 0 else { throw SystemCallFailure(code: code, operation: "writing", path: displayPath) }
+        guard fstat(fd, &status) == 0 else { throw SystemCallFailure(code: errno, operation: "checking", path: displayPath) }
         open = false
         // Filesystems with unnamed files report write errors before close; were one to come
         // now, the file is not recorded as uploaded, and the next sync writes it again.
@@ -958,6 +980,44 @@ public struct FolderStorage: RemoteStorage {
         let code = linkat(folderFD, temporary, folderFD, name, 0) == 0 ? 0 : errno
         unlinkat(folderFD, temporary, 0)
         return code
+    }
+}
+
+// MARK: The held root
+
+/// The remote root's descriptor, kept open for the per-file calls of a job instead of opened
+/// and closed by each (a path lookup and two system calls a file). `list()` opens the root
+/// afresh and makes that the held one, so the writes of a run go into the folder it listed;
+/// a call before any listing opens it once.
+///
+/// A descriptor that was held is never closed while the provider lives, only set aside: a
+/// call on another thread may still be using it (a listing replaces it a few times a job at
+/// most). All are closed when the last copy of the provider goes.
+final class HeldRoot: Sendable {
+    private let state = Mutex<(current: Int32, retired: [Int32])>((-1, []))
+
+    /// The held descriptor, opened with `open` when none is held yet.
+    func descriptor(opening open: () throws -> Int32) throws -> Int32 {
+        try state.withLock { state in
+            if state.current < 0 { state.current = try open() }
+            return state.current
+        }
+    }
+
+    /// Holds `fd` from now on and returns it.
+    func replace(with fd: Int32) -> Int32 {
+        state.withLock { state in
+            if state.current >= 0 { state.retired.append(state.current) }
+            state.current = fd
+        }
+        return fd
+    }
+
+    deinit {
+        state.withLock { state in
+            if state.current >= 0 { close(state.current) }
+            state.retired.forEach { close($0) }
+        }
     }
 }
 

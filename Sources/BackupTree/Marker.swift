@@ -116,10 +116,13 @@ public struct Marker: Sendable, Equatable {
     public static let magic: [UInt8] = Array("BKMARK".utf8)
     /// The default bound on a marker's decompressed content: 1 GiB.
     public static let defaultMaxContentSize = Zlib.defaultMaxOutputSize
-    // zlib's default. Measured on 200,000 entries (25.7 MB of lines): level 1 takes ~0.2 s and
-    // gives 9.39 MB, level 6 ~0.5 s and 8.96 MB, level 9 ~0.76 s and 8.80 MB; the hex hashes
-    // barely compress at any level. Changing it changes every marker's bytes.
-    static let compressionLevel: Int32 = 6
+    // zlib's fastest level. The marker is written last, by one thread, after every run that
+    // changed anything (one changed file in a million rewrites it whole), so its compression is
+    // waiting time. Measured on 200,000 entries (26.1 MB of lines): level 1 takes 0.23 s and
+    // gives 10.98 MB, level 6 (zlib's default, used before) 0.68 s and 10.28 MB; the hashes
+    // barely compress at any level. Changing it changes every marker's bytes, not their
+    // meaning: any level reads back the same.
+    static let compressionLevel: Int32 = 1
 
     /// The profile's groups, in the profile's order.
     public var groups: [MarkerGroup] {

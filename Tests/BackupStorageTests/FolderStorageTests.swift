@@ -380,6 +380,57 @@ final class FolderStorageTests: XCTestCase {
         XCTAssertEqual(real, Data("inside".utf8))
     }
 
+    /// A write finds an existing folder in one call where the kernel allows it: a link as a
+    /// folder deep on the way, or one that points back inside the root, is still not
+    /// followed, and nothing lands outside; a write beside them, into new folders, works.
+    func testWritesDoNotFollowALinkAnywhereOnThePath() async throws {
+        let remote = try makeRemote()
+        let outside = try remote.dir.makeFolder("outside")
+        try remote.dir.write("remote/a/b/real.txt", Data("inside".utf8))
+        XCTAssertEqual(symlink(outside, remote.root + "/a/b/deep-link"), 0)
+        XCTAssertEqual(symlink(remote.root + "/a", remote.root + "/inside-link"), 0)
+        let source = try remote.dir.write("scratch/source.txt", Data("new".utf8))
+        for path in ["a/b/deep-link/file.txt", "a/b/deep-link/c/file.txt", "inside-link/b/file.txt"] {
+            await StorageContract.assertThrows(.transport, "writing \(path)") {
+                _ = try await remote.storage.writeFile(path, from: source)
+            }
+            await StorageContract.assertThrows(.transport, "writing the bytes of \(path)") {
+                _ = try await remote.storage.writeBytes(path, Data("x".utf8))
+            }
+        }
+        XCTAssertEqual(try remote.dir.entries(under: "outside"), [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: remote.root + "/a/b/file.txt"))
+        _ = try await remote.storage.writeFile("a/b/written.txt", from: source)
+        _ = try await remote.storage.writeFile("a/new/deeper/written.txt", from: source)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: remote.root + "/a/b/written.txt")), Data("new".utf8))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: remote.root + "/a/new/deeper/written.txt")), Data("new".utf8))
+    }
+
+    /// The reads and writes after a listing go into the folder that listing opened, even when
+    /// another folder takes the root's path meanwhile (a disk mounted over it mid-run); the
+    /// next listing opens the root afresh, and the writes after it go there.
+    func testWritesGoIntoTheRootTheLastListingOpened() async throws {
+        let remote = try makeRemote()
+        let storage = remote.storage
+        _ = try await storage.writeBytes("first.txt", Data("1".utf8))
+        _ = try await storage.list()
+        XCTAssertEqual(rename(remote.root, remote.dir.path("moved")), 0)
+        try remote.dir.makeFolder("remote")
+        _ = try await storage.writeBytes("second.txt", Data("2".utf8))
+        XCTAssertEqual(try remote.dir.entries(under: "moved").sorted(), ["first.txt", "second.txt"])
+        XCTAssertEqual(try remote.dir.entries(under: "remote"), [])
+        let second = try await storage.readBytes("second.txt")
+        XCTAssertEqual(second, Data("2".utf8))
+
+        let listed = try await storage.list()
+        XCTAssertEqual(listed.count, 0, "the listing did not open the root afresh")
+        _ = try await storage.writeBytes("third.txt", Data("3".utf8))
+        XCTAssertEqual(try remote.dir.entries(under: "remote"), ["third.txt"])
+        await StorageContract.assertThrows(.notFound, "reading a file of the folder listed before") {
+            _ = try await storage.readBytes("second.txt")
+        }
+    }
+
     // MARK: Errors
 
     func testErrnoMapping() {
