@@ -402,6 +402,8 @@ extension BackupApp {
     /// They are restored: no longer kept on the remote for the restore.
     private func seedSyncState(_ profile: Profile, from record: RestoreRecord, target: RestoreTarget) throws {
         let state = try openState(profile)
+        // A sync killed before this restore left its newest puts in its journal: they go first.
+        try state.recoverPuts()
         // In batches of a transaction each, as the record is read: never the whole restore
         // held at once, nor a commit per file.
         var restored: [String] = []

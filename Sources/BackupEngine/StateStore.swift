@@ -1,10 +1,13 @@
 // The sync state in SQLite (WAL): what the engine believes the remote holds, the remote's
-// identity, the write hold and small settings. One transaction per put and per delete, so a
-// process killed at any instant loses at most the write in flight. The file is a cache:
+// identity, the write hold and small settings. One transaction per delete, and per put but
+// during a run's uploads, whose puts are appended to a journal beside it (`PutJournal`) and
+// folded in batches; either way a process killed at any instant loses at most the write in
+// flight. The file is a cache:
 // rule 2 rebuilds it from the remote's listing. Only this file touches the sync tables.
 
 import CSQLite
 import Foundation
+import Synchronization
 
 /// What the state knows of one remote file.
 public struct StateEntry: Sendable, Equatable {
@@ -149,6 +152,9 @@ public final class StateStore: Sendable {
 
     public let path: String
     private let connection: LockedConnection
+    /// The puts of the uploads in progress, written ahead of the database (`PutJournal`).
+    /// Used only under the connection's lock, after it (one order: no deadlock).
+    private let journal: Mutex<PutJournal>
 
     /// Opens (creating it with mode 0600 if needed) the state file at `path`.
     ///
@@ -156,6 +162,7 @@ public final class StateStore: Sendable {
     /// from a newer version of backup.
     public init(path: String) throws {
         self.path = path
+        journal = Mutex(PutJournal(path: PutJournal.path(forState: path)))
         connection = LockedConnection(try SQLiteConnection.open(path: path, kind: StateStore.kind, formatVersion: StateStore.formatVersion) { db, from in
             if from < 1 {
                 try db.exec("""
@@ -203,27 +210,114 @@ public final class StateStore: Sendable {
         try connection.use(body)
     }
 
+    /// `body` with the entries as every put so far left them: pending puts are folded first.
+    private func withEntries<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try connection.use { db in
+            try journal.withLock { journal in try Self.fold(&journal, into: db) }
+            return try body(db)
+        }
+    }
+
+    /// Commits the journal's pending puts to the database in one transaction, then empties it.
+    private static func fold(_ journal: inout PutJournal, into db: SQLiteConnection) throws {
+        guard !journal.pending.isEmpty else { return }
+        try db.transaction {
+            for entry in journal.pending { try db.run(insertEntry, values(entry)) }
+        }
+        try journal.folded()
+    }
+
+    deinit {
+        // A store let go of mid-run (a thrown error) folds what it can; what it cannot stays in
+        // the file for the next run.
+        try? endPutJournal()
+    }
+
+    // MARK: The put journal
+
+    /// From now until `endPutJournal()`, each put is one append to a journal beside the state
+    /// file rather than a transaction of its own (`PutJournal`); what a killed run left in
+    /// one is folded first. For the one writer of the entries (the engine, under the profile's
+    /// lock), around a run's uploads.
+    public func beginPutJournal() throws {
+        try recoverPuts()
+        try connection.use { _ in try journal.withLock { journal in if !journal.isOpen { try journal.open() } } }
+    }
+
+    /// Folds the journal's puts into the database and removes the journal.
+    public func endPutJournal() throws {
+        try connection.use { db in
+            try journal.withLock { journal in
+                guard journal.isOpen else { return }
+                try Self.fold(&journal, into: db)
+                journal.close()
+            }
+        }
+    }
+
+    /// Folds the puts a killed run left in its journal into the database (in one
+    /// transaction) and removes the journal; none: nothing to do. Only the writer of the
+    /// entries may (the engine before a run, under the profile's lock): a journal in use by a
+    /// run in another process is that run's to fold.
+    public func recoverPuts() throws {
+        try connection.use { db in
+            try journal.withLock { journal in
+                guard !journal.isOpen, let left = try PutJournal.read(journal.path) else { return }
+                if !left.isEmpty {
+                    try db.transaction {
+                        for entry in left { try db.run(Self.insertEntry, Self.values(entry)) }
+                    }
+                }
+                _ = FileName.withCString(journal.path) { unlink($0) }
+            }
+        }
+    }
+
     // MARK: Entries
 
-    /// Every entry, by path.
+    /// Every entry, by path: with the puts of a run in progress, in this process or another.
     public func entries() throws -> [String: StateEntry] {
-        try withDB { db in
+        try withEntries { db in
+            // Another process's journal is read before the database: a put it folds meanwhile
+            // is then seen twice (the same entry), never missed.
+            let journaled = try othersJournal()
             var result: [String: StateEntry] = [:]
             try db.run("SELECT \(Self.entryColumns) FROM entries") { row in
                 let entry = Self.entry(row)
                 result[entry.path] = entry
             }
+            for entry in journaled { result[entry.path] = entry }
             return result
         }
     }
 
-    /// How many files the state records and their bytes, counted by SQLite (no entry is read).
+    /// How many files the state records and their bytes, counted by SQLite (no entry is read),
+    /// with the puts of a run in progress.
     public func totals() throws -> (files: Int, bytes: Int64) {
-        try withDB { db in
+        try withEntries { db in
+            let journaled = try othersJournal()
             var totals = (files: 0, bytes: Int64(0))
             try db.run("SELECT count(*), coalesce(sum(size), 0) FROM entries") { row in totals = (Int(row.int(0)), row.int(1)) }
+            var last: [String: Int64] = [:]
+            for entry in journaled { last[entry.path] = entry.size }
+            for (path, size) in last {
+                var recorded: Int64?
+                try db.run("SELECT size FROM entries WHERE path = ?1", [.text(path)]) { row in recorded = row.int(0) }
+                if let recorded {
+                    totals.bytes += size - recorded
+                } else {
+                    totals.files += 1
+                    totals.bytes += size
+                }
+            }
             return totals
         }
+    }
+
+    /// The puts a run in another process (or one killed) has in its journal and not yet in the
+    /// database, for a reader; none when this store keeps the journal itself (folded by then).
+    private func othersJournal() throws -> [StateEntry] {
+        try journal.withLock { journal in journal.isOpen ? [] : try PutJournal.read(journal.path) ?? [] }
     }
 
     /// Every entry, sorted by the path's bytes (SQLite's BINARY collation).
@@ -236,7 +330,7 @@ public final class StateStore: Sendable {
     /// Calls `body` with every entry in path order (bytes), one at a time: the whole state
     /// is never held. `body` must not use this store (its connection is busy meanwhile).
     public func forEachSortedEntry(_ body: (StateEntry) throws -> Void) throws {
-        try withDB { db in
+        try withEntries { db in
             try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in try body(Self.entry(row)) }
         }
     }
@@ -262,9 +356,16 @@ public final class StateStore: Sendable {
 
     private static let insertEntry = "INSERT OR REPLACE INTO entries (\(entryColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
 
-    /// Records one uploaded file (its own transaction).
+    /// Records one uploaded file: its own transaction, or while the put journal is open, one
+    /// append to it (folded in batches).
     public func put(_ entry: StateEntry) throws {
-        try withDB { db in try db.run(Self.insertEntry, Self.values(entry)) }
+        try withDB { db in
+            try journal.withLock { journal in
+                guard journal.isOpen else { return try db.run(Self.insertEntry, Self.values(entry)) }
+                try journal.append(entry)
+                if journal.due { try Self.fold(&journal, into: db) }
+            }
+        }
     }
 
     /// Records files whose mode, times or owner changed while their content did not (one
@@ -272,7 +373,7 @@ public final class StateStore: Sendable {
     /// id is replaced where given (the provider set the metadata on its copy too).
     public func updateMetadata(_ changes: [(path: String, metadata: EntryMetadata, remoteId: String?)]) throws {
         guard !changes.isEmpty else { return }
-        try withDB { db in
+        try withEntries { db in
             try db.transaction {
                 for change in changes {
                     try db.run(
@@ -292,7 +393,7 @@ public final class StateStore: Sendable {
     /// write transaction: only this process writes the entries (the profile's lock), so what
     /// the read finds is what the delete then removes, in one statement of its own.
     public func take(_ path: String) throws -> StateEntry? {
-        try withDB { db in
+        try withEntries { db in
             var found: StateEntry?
             try db.run("SELECT \(Self.entryColumns) FROM entries WHERE path = ?1", [.text(path)]) { row in found = Self.entry(row) }
             if found != nil { try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
@@ -302,14 +403,14 @@ public final class StateStore: Sendable {
 
     /// Forgets one deleted file (its own transaction).
     public func remove(_ path: String) throws {
-        try withDB { db in try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
+        try withEntries { db in try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
     }
 
     /// Applies a reconciliation with the remote listing in one transaction: `drop` paths
     /// are removed, `adopt` entries inserted or replaced.
     public func reconcile(drop: [String], adopt: [StateEntry]) throws {
         guard !drop.isEmpty || !adopt.isEmpty else { return }
-        try withDB { db in
+        try withEntries { db in
             try db.transaction {
                 for path in drop { try db.run("DELETE FROM entries WHERE path = ?1", [.text(path)]) }
                 for entry in adopt { try db.run(Self.insertEntry, Self.values(entry)) }
@@ -321,7 +422,7 @@ public final class StateStore: Sendable {
     /// files found unchanged), in one transaction.
     public func recordModificationTimes(_ times: [(path: String, mtimeNanoseconds: Int64)]) throws {
         guard !times.isEmpty else { return }
-        try withDB { db in
+        try withEntries { db in
             try db.transaction {
                 for (path, mtime) in times {
                     try db.run("UPDATE entries SET mtime_ns = ?2 WHERE path = ?1", [.text(path), .int(mtime)])
@@ -458,7 +559,7 @@ public final class StateStore: Sendable {
     /// Drops every entry and the sync history and binds the state to `identity`, keeping
     /// the write hold and settings: an account switch means a full re-upload.
     public func resetIdentity(to identity: String) throws {
-        try withDB { db in
+        try withEntries { db in
             try db.transaction {
                 try db.exec("DELETE FROM entries")
                 try db.run("DELETE FROM meta WHERE key IN ('lastSync')")

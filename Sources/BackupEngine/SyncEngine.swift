@@ -81,6 +81,8 @@ public final class SyncEngine: Sendable {
         _ snapshot: SyncSnapshot, keeper: inout VersionKeeper?, onProgress: SyncProgress, onStage: SyncStageHandler
     ) async throws -> SyncOutcome {
         try Task.checkCancellation()
+        // What a run killed mid-upload left in the state's put journal is part of the state.
+        try state.recoverPuts()
 
         var report = SyncReport()
         let plan: Plan
@@ -163,14 +165,25 @@ public final class SyncEngine: Sendable {
         if !uploads.isEmpty {
             onStage(.uploading(files: uploads.count, bytes: uploads.reduce(0) { $0 + snapshot.entries.size(at: $1) }))
         }
+        // Each upload's put is one append to the state's journal (rule 7 still: saved before
+        // the next step), folded into the database in batches and when the uploads end.
+        if !uploads.isEmpty { try state.beginPutJournal() }
         for phase in [sizePhase, uploads.dropFirst(sizePhase.count)] where !phase.isEmpty {
-            if let stop = try await uploadPhase(
-                phase, of: snapshot, replacing: plan.replacing, keeper: keeper, report: &report, done: &done, total: total,
-                onProgress: onProgress)
-            {
+            let stop: SyncOutcome?
+            do {
+                stop = try await uploadPhase(
+                    phase, of: snapshot, replacing: plan.replacing, keeper: keeper, report: &report, done: &done, total: total,
+                    onProgress: onProgress)
+            } catch {
+                try? state.endPutJournal()
+                throw error
+            }
+            if let stop {
+                try state.endPutJournal()
                 return stop
             }
         }
+        try state.endPutJournal()
 
         if !deletes.isEmpty { onStage(.deleting(files: deletes.count)) }
         for path in deletes {

@@ -52,6 +52,113 @@ final class StateStoreTests: XCTestCase {
         XCTAssertEqual(try reopened.entries(), ["Fotos/Ünï 日本.jpg": StateEntry(path: "Fotos/Ünï 日本.jpg", size: 42, hash: String(repeating: "ab", count: 32), remoteId: "7:9")])
     }
 
+    // MARK: The put journal (rule 7 at one append per put)
+
+    /// The entries of every field kind, as the journal must carry them.
+    private func journalEntries() -> [StateEntry] {
+        [
+            StateEntry(path: "a/hashed.txt", size: 12, hash: String(repeating: "ab", count: 32), remoteId: "~AAAAAAAAAAB",
+                       mtimeNanoseconds: nil, metadata: EntryMetadata(mode: 0o4755, mtimeNanoseconds: -1_500, uid: 1000, gid: 100)),
+            StateEntry(path: "sized.iso", size: 1 << 40, hash: nil, remoteId: nil, mtimeNanoseconds: 1_700_000_000_123_456_789),
+            StateEntry(path: "names/tab\tline\nnul-free ü 🎉", size: 0, hash: nil, remoteId: "etag \"x\""),
+        ]
+    }
+
+    /// What a process killed while its uploads were journaled leaves on disk: a copy of the
+    /// state file, its WAL and its journal taken while the store is still open.
+    private func killedImage(of path: String, into copy: String) throws {
+        try FileManager.default.createDirectory(atPath: (copy as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        for suffix in ["", "-wal", "-puts"] where FileManager.default.fileExists(atPath: path + suffix) {
+            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
+        }
+    }
+
+    func testRule07JournaledPutsAreSavedOneByOneAndSurviveAKill() throws {
+        let path = dir + "/sync.db"
+        let store = try StateStore(path: path)
+        try store.put(StateEntry(path: "before.txt", size: 1, hash: nil, remoteId: nil))
+        try store.beginPutJournal()
+        for (count, entry) in journalEntries().enumerated() {
+            try store.put(entry)
+            // Saved as it returns: another process, and a process that died right now, see it.
+            let image = dir + "/killed-\(count)/sync.db"
+            try killedImage(of: path, into: image)
+            let reader = try StateStore(path: image)
+            XCTAssertEqual(Set(try reader.entries().keys), Set(["before.txt"] + journalEntries().prefix(count + 1).map(\.path)))
+            XCTAssertEqual(try reader.totals().files, count + 2)
+        }
+        // The next run of the one writer folds what the killed one left, and removes the journal.
+        let image = dir + "/killed-last/sync.db"
+        try killedImage(of: path, into: image)
+        let next = try StateStore(path: image)
+        try next.recoverPuts()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: image + "-puts"))
+        let recovered = try next.entries()
+        for entry in journalEntries() {
+            XCTAssertEqual(recovered[entry.path]?.size, entry.size, entry.path)
+            XCTAssertEqual(recovered[entry.path]?.digest, entry.digest, entry.path)
+            XCTAssertEqual(recovered[entry.path]?.remoteId, entry.remoteId, entry.path)
+            XCTAssertEqual(recovered[entry.path]?.mtimeNanoseconds, entry.mtimeNanoseconds, entry.path)
+            XCTAssertEqual(recovered[entry.path]?.metadata, entry.metadata, entry.path)
+        }
+        // The live store folds at its end, and leaves no journal.
+        try store.endPutJournal()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-puts"))
+        XCTAssertEqual(try StateStore(path: path).entries().count, 4)
+    }
+
+    func testAJournalRecordCutShortOrDamagedEndsTheReplayThere() throws {
+        let path = dir + "/sync.db"
+        let store = try StateStore(path: path)
+        try store.beginPutJournal()
+        for entry in journalEntries() { try store.put(entry) }
+        let image = dir + "/killed/sync.db"
+        try killedImage(of: path, into: image)
+        try store.endPutJournal()
+        // The last record cut short, as by a kill in the middle of its write.
+        let journal = image + "-puts"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: journal))
+        guard bytes.count > 100 else { return XCTFail("the journal holds \(bytes.count) bytes for three puts") }
+        bytes.removeLast(5)
+        try bytes.write(to: URL(fileURLWithPath: journal))
+        XCTAssertEqual(Set(try StateStore(path: image).entries().keys), Set(journalEntries().prefix(2).map(\.path)))
+        // A byte of the first record changed: nothing after it is trusted.
+        bytes = try Data(contentsOf: URL(fileURLWithPath: journal))
+        bytes[bytes.startIndex + 10] ^= 0x40
+        try bytes.write(to: URL(fileURLWithPath: journal))
+        let damaged = try StateStore(path: image)
+        XCTAssertEqual(try damaged.entries(), [:])
+        try damaged.recoverPuts()
+        XCTAssertEqual(try damaged.entries(), [:])
+    }
+
+    func testJournaledPutsAreFoldedInBatchesAndBeforeTheEntriesAreChanged() throws {
+        let path = dir + "/sync.db"
+        let store = try StateStore(path: path)
+        try store.beginPutJournal()
+        // A database reader that does not read the journal sees the puts once they are folded.
+        func inDatabase() throws -> Int {
+            var db: OpaquePointer?
+            XCTAssertEqual(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil), SQLITE_OK)
+            defer { sqlite3_close(db) }
+            var statement: OpaquePointer?
+            sqlite3_prepare_v2(db, "SELECT count(*) FROM entries", -1, &statement, nil)
+            defer { sqlite3_finalize(statement) }
+            XCTAssertEqual(sqlite3_step(statement), SQLITE_ROW)
+            return Int(sqlite3_column_int64(statement, 0))
+        }
+        for index in 0..<5000 { try store.put(StateEntry(path: "f\(index)", size: Int64(index), hash: nil, remoteId: nil)) }
+        XCTAssertEqual(try inDatabase(), 4096, "the first 4096 puts were not folded in one batch")
+        // A change of the entries comes after every put before it.
+        XCTAssertEqual(try store.take("f4999")?.size, 4999)
+        XCTAssertEqual(try inDatabase(), 4999)
+        try store.put(StateEntry(path: "f4999", size: 7, hash: nil, remoteId: nil))
+        try store.endPutJournal()
+        XCTAssertEqual(try inDatabase(), 5000)
+        XCTAssertEqual(try store.entries()["f4999"]?.size, 7)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-puts"))
+    }
+
     func testCorruptStateFileGivesClearErrorNamingTheFile() throws {
         let path = dir + "/sync.db"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
