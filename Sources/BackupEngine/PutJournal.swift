@@ -9,75 +9,84 @@
 // WAL's newest frames; the remote stays the truth, rule 2). The next run of the engine, which
 // holds the profile's lock, folds what a killed run left before it reads the state.
 //
-// A record: its length (4 bytes), the entry, and an FNV-1a checksum (8 bytes) over both; a
-// record cut short by a kill, or damaged, ends the file's replay there.
+// A put's record: flags, the size, the digest, the remote id, the mtime and the metadata
+// where the entry has them, then the path (in a `JournalFile` frame).
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-public struct PutJournal: Sendable {
-    /// The journal's path beside the state file.
-    public static func path(forState statePath: String) -> String { statePath + "-puts" }
-
-    /// How many puts may wait to be folded, and for how long.
+/// An append-only file of records written ahead of a SQLite store by its one writer
+/// (`PutJournal` for the sync state, the restore record's steps): each record is in the file
+/// system when `append` returns; `folded()` empties the file once its records are committed.
+/// A record is framed by its length (4 bytes) and an FNV-1a checksum (8 bytes) over both, so
+/// a record cut short by a kill, or damaged, ends a replay there.
+struct JournalFile: Sendable {
+    /// How many records may wait to be folded, and for how long.
     static let foldEvery = 4096
     static let foldAfter: Duration = .seconds(1)
 
     let path: String
+    /// What the file holds, in words for messages ("the journal of the state's newest puts").
+    let what: String
     private(set) var fd: Int32 = -1
-    /// The puts written since the last fold, in order.
-    private(set) var pending: [StateEntry] = []
+    /// Records written since the last fold.
+    private(set) var waiting = 0
     private var lastFold = ContinuousClock.now
-    private var record: [UInt8] = []
+    private var frame: [UInt8] = []
 
-    init(path: String) {
+    init(path: String, what: String) {
         self.path = path
+        self.what = what
     }
 
     var isOpen: Bool { fd >= 0 }
 
-    /// Whether the pending puts are due to be folded.
-    var due: Bool { pending.count >= Self.foldEvery || (!pending.isEmpty && ContinuousClock.now - lastFold >= Self.foldAfter) }
+    /// Whether the waiting records are due to be folded.
+    var due: Bool { waiting >= Self.foldEvery || (waiting > 0 && ContinuousClock.now - lastFold >= Self.foldAfter) }
 
-    /// Opens a new, empty journal (mode 0600); one left by a killed run must be folded first.
+    /// Opens a new, empty file (mode 0600); one left by a killed writer must be folded first.
     mutating func open() throws(StateStoreError) {
         let fd = FileName.withCString(path) { Glibc.open($0, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600) }
-        guard fd >= 0 else { throw Self.failure(errno, "create", path) }
+        guard fd >= 0 else { throw failure(errno, "create") }
         self.fd = fd
+        waiting = 0
         lastFold = ContinuousClock.now
     }
 
-    /// Writes `entry`'s record; it is kept as pending until the next fold.
-    mutating func append(_ entry: StateEntry) throws(StateStoreError) {
-        Self.encode(entry, into: &record)
-        let code = record.withUnsafeBytes { writeAll(fd, $0) }
-        if code != 0 { throw Self.failure(code, "write to", path) }
-        pending.append(entry)
+    /// Writes one record, framed, in one write.
+    mutating func append(_ record: [UInt8]) throws(StateStoreError) {
+        frame.removeAll(keepingCapacity: true)
+        Self.put(UInt64(record.count), 4, &frame)
+        frame.append(contentsOf: record)
+        Self.put(Self.checksum(frame[...]), 8, &frame)
+        let code = frame.withUnsafeBytes { writeAll(fd, $0) }
+        if code != 0 { throw failure(code, "write to") }
+        waiting += 1
     }
 
-    /// After the pending puts were committed to the database: the file starts empty again.
+    /// After the waiting records were committed: the file starts empty again.
     mutating func folded() throws(StateStoreError) {
-        pending.removeAll(keepingCapacity: true)
+        waiting = 0
         lastFold = ContinuousClock.now
-        guard ftruncate(fd, 0) == 0 else { throw Self.failure(errno, "empty", path) }
+        guard ftruncate(fd, 0) == 0 else { throw failure(errno, "empty") }
     }
 
-    /// Closes and removes the journal (its puts folded).
+    /// Closes and removes the file.
     mutating func close() {
-        guard fd >= 0 else { return }
-        _ = Glibc.close(fd)
+        if fd >= 0 { _ = Glibc.close(fd) }
         fd = -1
+        waiting = 0
         _ = FileName.withCString(path) { unlink($0) }
     }
 
-    /// The puts a journal file holds, up to its first incomplete or damaged record; nil when
+    /// The records of the file at `path`, up to its first incomplete or damaged one; nil when
     /// there is no file.
-    static func read(_ path: String) throws(StateStoreError) -> [StateEntry]? {
+    func read() throws(StateStoreError) -> [ArraySlice<UInt8>]? {
         let fd = FileName.withCString(path) { Glibc.open($0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
-            throw failure(errno, "read", path)
+            throw failure(errno, "read")
         }
         defer { _ = Glibc.close(fd) }
         var bytes: [UInt8] = []
@@ -85,11 +94,94 @@ public struct PutJournal: Sendable {
         while true {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw failure(errno, "read", path) }
+            if count < 0 { throw failure(errno, "read") }
             if count == 0 { break }
             bytes.append(contentsOf: chunk[0..<count])
         }
-        return decode(bytes)
+        var records: [ArraySlice<UInt8>] = []
+        var start = 0
+        while bytes.count - start >= 4 {
+            let end = start + 4 + Int(Self.get(bytes, start, 4))
+            guard end + 8 <= bytes.count, Self.get(bytes, end, 8) == Self.checksum(bytes[start..<end]) else { break }
+            records.append(bytes[(start + 4)..<end])
+            start = end + 8
+        }
+        return records
+    }
+
+    private func failure(_ code: Int32, _ operation: String) -> StateStoreError {
+        StateStoreError(.io, path: path, "cannot \(operation) \(path), \(what): \(String(cString: strerror(code)))")
+    }
+
+    /// Appends the `count` low bytes of `value`, little-endian.
+    static func put(_ value: UInt64, _ count: Int, _ out: inout [UInt8]) {
+        for index in 0..<count { out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
+    }
+
+    /// The `count` bytes at `at`, little-endian.
+    static func get<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, _ at: Int, _ count: Int) -> UInt64 where Bytes.Index == Int {
+        var value: UInt64 = 0
+        for index in 0..<count { value |= UInt64(bytes[at + index]) << (8 * UInt64(index)) }
+        return value
+    }
+
+    /// FNV-1a, 64 bits: enough to tell a torn or damaged record from a whole one.
+    private static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+}
+
+/// The sync state's journal of puts (see the top of this file).
+public struct PutJournal: Sendable {
+    /// The journal's path beside the state file.
+    public static func path(forState statePath: String) -> String { statePath + "-puts" }
+
+    private(set) var file: JournalFile
+    /// The puts written since the last fold, in order.
+    private(set) var pending: [StateEntry] = []
+    private var record: [UInt8] = []
+
+    init(path: String) {
+        file = JournalFile(path: path, what: "the journal of the state's newest puts")
+    }
+
+    var path: String { file.path }
+    var isOpen: Bool { file.isOpen }
+    var due: Bool { file.due }
+
+    mutating func open() throws(StateStoreError) { try file.open() }
+
+    /// Writes `entry`'s record; it is kept as pending until the next fold.
+    mutating func append(_ entry: StateEntry) throws(StateStoreError) {
+        Self.encode(entry, into: &record)
+        try file.append(record)
+        pending.append(entry)
+    }
+
+    /// After the pending puts were committed to the database: the file starts empty again.
+    mutating func folded() throws(StateStoreError) {
+        pending.removeAll(keepingCapacity: true)
+        try file.folded()
+    }
+
+    /// Closes and removes the journal (its puts folded).
+    mutating func close() { file.close() }
+
+    /// The puts the journal file holds, up to its first incomplete or damaged record; nil when
+    /// there is no file.
+    func read() throws(StateStoreError) -> [StateEntry]? {
+        guard let records = try file.read() else { return nil }
+        var entries: [StateEntry] = []
+        for record in records {
+            guard let entry = Self.entry(record) else { break }
+            entries.append(entry)
+        }
+        return entries
     }
 
     // MARK: Records
@@ -101,7 +193,6 @@ public struct PutJournal: Sendable {
 
     static func encode(_ entry: StateEntry, into out: inout [UInt8]) {
         out.removeAll(keepingCapacity: true)
-        out.append(contentsOf: [0, 0, 0, 0])  // the length, set below
         var flags: UInt8 = 0
         if entry.digest != nil { flags |= hasDigest }
         if entry.remoteId != nil { flags |= hasRemoteId }
@@ -122,24 +213,6 @@ public struct PutJournal: Sendable {
             append(UInt64(meta.gid), 4, &out)
         }
         out.append(contentsOf: entry.path.utf8)
-        let length = UInt32(out.count - 4)
-        for index in 0..<4 { out[index] = UInt8(truncatingIfNeeded: length >> (8 * UInt32(index))) }
-        append(checksum(out[...]), 8, &out)
-    }
-
-    static func decode(_ bytes: [UInt8]) -> [StateEntry] {
-        var entries: [StateEntry] = []
-        var start = 0
-        while bytes.count - start >= 4 {
-            let length = Int(read(bytes, start, 4))
-            let end = start + 4 + length
-            guard length >= 9, end + 8 <= bytes.count, read(bytes, end, 8) == checksum(bytes[start..<end]),
-                  let entry = entry(bytes[(start + 4)..<end])
-            else { break }
-            entries.append(entry)
-            start = end + 8
-        }
-        return entries
     }
 
     private static func entry(_ body: ArraySlice<UInt8>) -> StateEntry? {
@@ -179,27 +252,10 @@ public struct PutJournal: Sendable {
     }
 
     private static func append(_ value: UInt64, _ count: Int, _ out: inout [UInt8]) {
-        for index in 0..<count { out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
+        JournalFile.put(value, count, &out)
     }
 
-    private static func read<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, _ at: Int, _ count: Int) -> UInt64
-    where Bytes.Index == Int {
-        var value: UInt64 = 0
-        for index in 0..<count { value |= UInt64(bytes[at + index]) << (8 * UInt64(index)) }
-        return value
-    }
-
-    /// FNV-1a, 64 bits: enough to tell a torn or damaged record from a whole one.
-    private static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return hash
-    }
-
-    private static func failure(_ code: Int32, _ operation: String, _ path: String) -> StateStoreError {
-        StateStoreError(.io, path: path, "cannot \(operation) \(path), the journal of the state's newest puts: \(String(cString: strerror(code)))")
+    private static func read(_ bytes: ArraySlice<UInt8>, _ at: Int, _ count: Int) -> UInt64 {
+        JournalFile.get(bytes, at, count)
     }
 }

@@ -262,7 +262,7 @@ public final class StateStore: Sendable {
     public func recoverPuts() throws {
         try connection.use { db in
             try journal.withLock { journal in
-                guard !journal.isOpen, let left = try PutJournal.read(journal.path) else { return }
+                guard !journal.isOpen, let left = try journal.read() else { return }
                 if !left.isEmpty {
                     try db.transaction {
                         for entry in left { try db.run(Self.insertEntry, Self.values(entry)) }
@@ -317,7 +317,7 @@ public final class StateStore: Sendable {
     /// The puts a run in another process (or one killed) has in its journal and not yet in the
     /// database, for a reader; none when this store keeps the journal itself (folded by then).
     private func othersJournal() throws -> [StateEntry] {
-        try journal.withLock { journal in journal.isOpen ? [] : try PutJournal.read(journal.path) ?? [] }
+        try journal.withLock { journal in journal.isOpen ? [] : try journal.read() ?? [] }
     }
 
     /// Every entry, sorted by the path's bytes (SQLite's BINARY collation).
