@@ -382,7 +382,8 @@ public struct BackupApp: Sendable {
         }()
         var removed: [String] = []
         for base in [paths.syncState(profile: profile.name), paths.restoreRecord(profile: profile.name)] {
-            for path in [base, base + "-wal", base + "-shm", PutJournal.path(forState: base)] where FileManager.default.fileExists(atPath: path) {
+            let journals = [PutJournal.path(forState: base), RestoreRecord.stepsPath(forRecord: base)]
+            for path in [base, base + "-wal", base + "-shm"] + journals where FileManager.default.fileExists(atPath: path) {
                 do {
                     try FileManager.default.removeItem(atPath: path)
                     removed.append(path)

@@ -112,7 +112,8 @@ extension BackupApp {
         var summary = RestoreSummary(result: .probe(.none), target: requested ?? profile?.source ?? "")
 
         do {
-            let record = try RestoreRecord(path: recordPath)
+            // This restore holds the lock: the record's writer.
+            let record = try RestoreRecord(path: recordPath, writer: true)
             // The target: on --resume the one the record stores, never re-derived.
             let targetPath: String
             if request.resume {

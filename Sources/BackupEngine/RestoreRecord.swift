@@ -1,6 +1,10 @@
 // The restore record in SQLite (WAL): the plan, and per file whether it is pending,
 // downloaded (staged, not placed) or done (placed), with its failed attempts. Saved after
 // every download and every placement, so a process killed at any instant resumes from it.
+// The record's writer (the restore holding the lock) saves each download as one append to
+// a journal beside it (`JournalFile`: the file's index and status), folded into SQLite in
+// batches and before any other read or change; a reader sees the journal's steps too, and
+// the next writer folds what a killed one left.
 //
 // Format 2 stores the target folder once and, per file, the remote path read and the
 // relative path placed at; it names no local path, so an edited record cannot point a
@@ -8,6 +12,7 @@
 // A format 1 record (which held local paths) is discarded when opened: start again.
 
 import Foundation
+import Synchronization
 
 /// Where one file of the plan stands.
 public enum RestoreFileStatus: Int64, Sendable, Equatable {
@@ -34,6 +39,13 @@ public final class RestoreRecord: Sendable {
 
     public let path: String
     private let connection: LockedConnection
+    /// Whether this is the record's one writer (`init(path:writer:)`).
+    public let writer: Bool
+    /// The writer's steps not yet folded; used only under the connection's lock, after it.
+    private let steps: Mutex<StepJournal>
+
+    /// The journal's path beside the record.
+    public static func stepsPath(forRecord path: String) -> String { path + "-steps" }
 
     static let kind = StoreKind(
         name: "restore record",
@@ -41,8 +53,14 @@ public final class RestoreRecord: Sendable {
             + "compared, not downloaded twice.")
 
     /// Opens (creating it with mode 0600 if needed) the record at `path`.
-    public init(path: String) throws {
+    ///
+    /// A `writer` (one process at a time: the restore that holds the lock) folds what a killed
+    /// writer left in the journal, and saves each download there; any other opening only
+    /// reads, the journal's steps included.
+    public init(path: String, writer: Bool = false) throws {
         self.path = path
+        self.writer = writer
+        steps = Mutex(StepJournal(path: Self.stepsPath(forRecord: path)))
         connection = LockedConnection(try SQLiteConnection.open(path: path, kind: RestoreRecord.kind, formatVersion: RestoreRecord.formatVersion) { db, version in
             // Format 1 named local paths: nothing of it is trusted or kept.
             if version < 2 { try db.exec("DROP TABLE IF EXISTS restore_files; DROP TABLE IF EXISTS restore_meta;") }
@@ -59,10 +77,71 @@ public final class RestoreRecord: Sendable {
                 try db.exec("ALTER TABLE restore_files ADD COLUMN meta TEXT; ALTER TABLE restore_files ADD COLUMN link_to TEXT;")
             }
         })
+        if writer { try connection.use { db in try takeOverLeftSteps(db) } }
     }
 
+    /// Folds what a killed writer left in the journal, and removes it.
+    private func takeOverLeftSteps(_ db: SQLiteConnection) throws {
+        try steps.withLock { steps in
+            guard !steps.isOpen, let left = try steps.read() else { return }
+            try Self.apply(left, to: db)
+            steps.close()
+        }
+    }
+
+    deinit {
+        // A writer let go of folds its last steps; one killed leaves them for the next.
+        _ = try? connection.use { db in
+            try steps.withLock { steps in
+                guard steps.isOpen else { return }
+                try Self.fold(&steps, into: db)
+                steps.close()
+            }
+        }
+    }
+
+    /// `body` with the record as every step so far left it: the writer's waiting steps are
+    /// folded first.
     private func withDB<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        try connection.use(body)
+        try connection.use { db in
+            try steps.withLock { steps in try Self.fold(&steps, into: db) }
+            return try body(db)
+        }
+    }
+
+    /// `withDB` for a change: an opening that was not made the writer and changes the record
+    /// takes over a killed writer's steps first (its own changes must come after them).
+    private func changing<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try withDB { db in
+            if !writer { try takeOverLeftSteps(db) }
+            return try body(db)
+        }
+    }
+
+    /// Commits `steps`' waiting statuses in one transaction, then empties the journal.
+    private static func fold(_ steps: inout StepJournal, into db: SQLiteConnection) throws {
+        guard !steps.pending.isEmpty else { return }
+        try apply(steps.pending, to: db)
+        try steps.folded()
+    }
+
+    private static func apply(_ statuses: [(index: Int64, status: RestoreFileStatus)], to db: SQLiteConnection) throws {
+        guard !statuses.isEmpty else { return }
+        try db.transaction {
+            for (index, status) in statuses {
+                try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(status.rawValue), .int(index)])
+            }
+        }
+    }
+
+    /// The statuses another process's writer (or a killed one) has in its journal and not yet
+    /// in the record, by index; none for the writer itself (folded by then).
+    private func othersSteps() throws -> [Int64: RestoreFileStatus] {
+        guard !writer else { return [:] }
+        let read = try steps.withLock { steps in try steps.read() } ?? []
+        var latest: [Int64: RestoreFileStatus] = [:]
+        for (index, status) in read { latest[index] = status }
+        return latest
     }
 
     /// Replaces whatever the record held with `plan`, every file pending (one transaction).
@@ -85,7 +164,10 @@ public final class RestoreRecord: Sendable {
         source: SourceRef, target: String, _ write: (_ add: (Int64, RestoreFile) throws -> Void) throws -> [TreeEntry]
     ) throws {
         let source = try JSONEncoder().encode(source)
-        try withDB { db in
+        try changing { db in
+            // The steps of the plan replaced go with it (folded into it by now, then removed):
+            // none of them may ever be taken for a file of the new plan.
+            steps.withLock { steps in steps.close() }
             try db.transaction {
                 try db.exec("DELETE FROM restore_files; DELETE FROM restore_meta;")
                 try db.run("INSERT INTO restore_meta (key, value) VALUES ('source', ?1)", [.text(String(decoding: source, as: UTF8.self))])
@@ -164,7 +246,12 @@ public final class RestoreRecord: Sendable {
 
     /// How many files of the plan are in `selection`.
     public func count(_ selection: Selection) throws -> Int {
-        try withDB { db in
+        if try !othersSteps().isEmpty {
+            var count = 0
+            try forEachFile(selection) { _ in count += 1 }
+            return count
+        }
+        return try withDB { db in
             var count = 0
             try db.run("SELECT count(*) FROM restore_files WHERE \(selection.condition)") { row in count = Int(row.int(0)) }
             return count
@@ -193,7 +280,8 @@ public final class RestoreRecord: Sendable {
     /// The plan's groups in plan order of their first file (a file with no group is its own
     /// group), read in one pass that decodes no file.
     public func groups() throws -> [Group] {
-        try withDB { db in
+        let journaled = try othersSteps()
+        return try withDB { db in
             var groups: [Group] = []
             var position: [String: Int] = [:]
             try db.run("SELECT idx, grp, required, status FROM restore_files ORDER BY idx") { row in
@@ -212,7 +300,7 @@ public final class RestoreRecord: Sendable {
                 }
                 groups[at].members.append(row.int(0))
                 groups[at].required = groups[at].required || row.int(2) != 0
-                switch RestoreFileStatus(rawValue: row.int(3)) {
+                switch journaled[row.int(0)] ?? RestoreFileStatus(rawValue: row.int(3)) {
                 case .done: groups[at].done += 1
                 case .downloaded: groups[at].staged += 1
                 default: break
@@ -264,6 +352,8 @@ public final class RestoreRecord: Sendable {
     }
 
     private func forEachFile(where condition: String, _ values: [SQLValue], _ body: (RecordedFile) throws -> Void) throws {
+        // Read before the record: a step folded meanwhile is then seen twice, never missed.
+        let journaled = try othersSteps()
         try withDB { db in
             // Texts that repeat from file to file (group and owner names) are held once.
             var names: [String: String] = [:]
@@ -297,7 +387,8 @@ public final class RestoreRecord: Sendable {
                     group: shared(row.text(4)), digest: digest, size: row.isNull(6) ? nil : row.int(6),
                     metadata: metadata, hardLinkTo: row.text(11))
                 try body(RecordedFile(
-                    index: Int(row.int(0)), file: file, status: RestoreFileStatus(rawValue: row.int(7)) ?? .pending,
+                    index: Int(row.int(0)), file: file,
+                    status: journaled[row.int(0)] ?? RestoreFileStatus(rawValue: row.int(7)) ?? .pending,
                     attempts: Int(row.int(8)), lastError: row.text(9)))
             }
         }
@@ -323,7 +414,17 @@ public final class RestoreRecord: Sendable {
 
     /// Sets the status of files (one transaction).
     public func setStatus(_ status: RestoreFileStatus, _ indices: [Int]) throws {
-        try withDB { db in
+        if writer, indices.count == 1, let index = indices.first {
+            // Each download is saved so: one append to the journal, folded in batches.
+            return try connection.use { db in
+                try steps.withLock { steps in
+                    if !steps.isOpen { try steps.open() }
+                    try steps.append(Int64(index), status)
+                    if steps.due { try Self.fold(&steps, into: db) }
+                }
+            }
+        }
+        try changing { db in
             if indices.count == 1, let index = indices.first {
                 // One statement is its own transaction (each download is recorded so).
                 try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(status.rawValue), .int(Int64(index))])
@@ -339,7 +440,7 @@ public final class RestoreRecord: Sendable {
 
     /// Counts one failed attempt on each of `indices`, with the reason (one transaction).
     public func countAttempt(_ indices: [Int], reason: String, status: RestoreFileStatus) throws {
-        try withDB { db in
+        try changing { db in
             try db.transaction {
                 for index in indices {
                     try db.run(
@@ -352,12 +453,12 @@ public final class RestoreRecord: Sendable {
 
     /// Forgets every failed attempt, so skipped files are tried again.
     public func resetAttempts() throws {
-        try withDB { db in try db.run("UPDATE restore_files SET attempts = 0, last_error = NULL") }
+        try changing { db in try db.run("UPDATE restore_files SET attempts = 0, last_error = NULL") }
     }
 
     /// Stamps the record complete.
     public func complete(at date: Date) throws {
-        try withDB { db in
+        try changing { db in
             try db.run("INSERT OR REPLACE INTO restore_meta (key, value) VALUES ('completed', ?1)", [.text(String(date.timeIntervalSince1970))])
         }
     }
@@ -366,5 +467,53 @@ public final class RestoreRecord: Sendable {
     public func completedAt() throws -> Date? {
         try withDB { db in try db.scalarText("SELECT value FROM restore_meta WHERE key = 'completed'") }
             .flatMap(Double.init).map { Date(timeIntervalSince1970: $0) }
+    }
+}
+
+/// The writer's journal of download steps: each record a file's index (8 bytes) and status (1).
+struct StepJournal: Sendable {
+    private(set) var file: JournalFile
+    /// The steps written since the last fold, in order.
+    private(set) var pending: [(index: Int64, status: RestoreFileStatus)] = []
+    private var record: [UInt8] = []
+
+    init(path: String) {
+        file = JournalFile(path: path, what: "the journal of the restore's newest downloads")
+    }
+
+    var isOpen: Bool { file.isOpen }
+    var due: Bool { file.due }
+
+    mutating func open() throws(StateStoreError) { try file.open() }
+
+    mutating func append(_ index: Int64, _ status: RestoreFileStatus) throws(StateStoreError) {
+        record.removeAll(keepingCapacity: true)
+        JournalFile.put(UInt64(bitPattern: index), 8, &record)
+        record.append(UInt8(truncatingIfNeeded: status.rawValue))
+        try file.append(record)
+        pending.append((index, status))
+    }
+
+    mutating func folded() throws(StateStoreError) {
+        pending.removeAll(keepingCapacity: true)
+        try file.folded()
+    }
+
+    /// Closes and removes the journal, forgetting what was not folded.
+    mutating func close() {
+        pending.removeAll()
+        file.close()
+    }
+
+    /// The steps the journal file holds, up to its first incomplete or damaged record; nil
+    /// when there is no file.
+    func read() throws(StateStoreError) -> [(index: Int64, status: RestoreFileStatus)]? {
+        guard let records = try file.read() else { return nil }
+        var steps: [(index: Int64, status: RestoreFileStatus)] = []
+        for record in records {
+            guard record.count == 9, let status = RestoreFileStatus(rawValue: Int64(record[record.startIndex + 8])) else { break }
+            steps.append((Int64(bitPattern: JournalFile.get(record, record.startIndex, 8)), status))
+        }
+        return steps
     }
 }

@@ -27,7 +27,7 @@ final class RestoreFixture {
         target = sync.dir + "/target"
         recordPath = sync.dir + "/restore/record.db"
         _ = completed(try await sync.engine.sync(snapshot(files.map { hashed($0.0, $0.1) })))
-        record = try RestoreRecord(path: recordPath)
+        record = try RestoreRecord(path: recordPath, writer: true)
         engine = RestoreEngine(
             storage: sync.storage, record: record, staging: FolderStaging(root: target), transfers: transfers,
             availability: availability, onFileFailed: onFileFailed)
@@ -36,7 +36,7 @@ final class RestoreFixture {
 
     /// A new record and engine over the same files: what a restarted process sees.
     func reopen(transfers: Int = 1, availability: @escaping @Sendable () async -> Availability = { .available }) throws {
-        record = try RestoreRecord(path: recordPath)
+        record = try RestoreRecord(path: recordPath, writer: true)
         engine = RestoreEngine(
             storage: sync.storage, record: record, staging: FolderStaging(root: target), transfers: transfers, availability: availability)
     }

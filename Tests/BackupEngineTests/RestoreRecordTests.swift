@@ -31,6 +31,80 @@ final class RestoreRecordTests: XCTestCase {
         XCTAssertEqual(try record.plan(), plan())
     }
 
+    // MARK: The writer's journal of downloads (rule 5 at one append per download)
+
+    /// What a process killed mid-restore leaves on disk: the record, its WAL and its journal,
+    /// copied while the writer is still open.
+    private func killedImage(of path: String, into copy: String) throws {
+        for suffix in ["", "-wal", "-steps"] where FileManager.default.fileExists(atPath: path + suffix) {
+            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
+        }
+    }
+
+    func testRule05EachDownloadIsSavedAsItIsRecordedAndSurvivesAKill() throws {
+        let path = dir + "/restore.db"
+        let record = try RestoreRecord(path: path, writer: true)
+        try record.begin(plan())
+        for index in 0..<3 {
+            try record.setStatus(.downloaded, [index])
+            // Saved as it returns: a reader, and a process that died right now, see it.
+            let image = dir + "/killed-\(index).db"
+            try killedImage(of: path, into: image)
+            let reader = try RestoreRecord(path: image)
+            let expected = (0..<3).map { $0 <= index ? RestoreFileStatus.downloaded : .pending }
+            XCTAssertEqual(try reader.files().map(\.status), expected)
+            XCTAssertEqual(try reader.groups().map(\.staged), [index < 2 ? index + 1 : 2, index == 2 ? 1 : 0])
+            XCTAssertEqual(try reader.count(.notDone), 3)
+            // The next writer takes the steps over into the record and removes the journal.
+            let next = try RestoreRecord(path: image, writer: true)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: image + "-steps"))
+            XCTAssertEqual(try next.files().map(\.status), expected)
+        }
+        // A placement after the journaled downloads comes after them, and the writer's end
+        // folds everything and leaves no journal.
+        try record.setStatus(.done, [0, 1])
+        try record.setStatus(.downloaded, [2])
+        XCTAssertEqual(try RestoreRecord(path: path).files().map(\.status), [.done, .done, .downloaded])
+    }
+
+    func testANewPlanNeverTakesTheStepsOfTheOneItReplaces() throws {
+        let path = dir + "/restore.db"
+        let killed = dir + "/killed.db"
+        do {
+            let record = try RestoreRecord(path: path, writer: true)
+            try record.begin(plan())
+            try record.setStatus(.done, [0, 1, 2])
+            try record.setStatus(.downloaded, [2])
+            try killedImage(of: path, into: killed)
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: killed + "-steps"))
+        // Another restore into the same record: its own plan, nothing placed or staged.
+        let next = try RestoreRecord(path: killed)
+        try next.begin(plan())
+        XCTAssertFalse(FileManager.default.fileExists(atPath: killed + "-steps"))
+        XCTAssertEqual(try RestoreRecord(path: killed, writer: true).files().map(\.status), [.pending, .pending, .pending])
+    }
+
+    func testAWriterLetGoOfFoldsItsStepsAndLeavesNoJournal() throws {
+        let path = dir + "/restore.db"
+        do {
+            let record = try RestoreRecord(path: path, writer: true)
+            try record.begin(plan())
+            try record.setStatus(.downloaded, [1])
+            XCTAssertTrue(FileManager.default.fileExists(atPath: path + "-steps"))
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-steps"))
+        var db: OpaquePointer?
+        XCTAssertEqual(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil), SQLITE_OK)
+        defer { sqlite3_close(db) }
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, "SELECT status FROM restore_files ORDER BY idx", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        var statuses: [Int64] = []
+        while sqlite3_step(statement) == SQLITE_ROW { statuses.append(sqlite3_column_int64(statement, 0)) }
+        XCTAssertEqual(statuses, [0, 1, 0])
+    }
+
     /// A plan written file by file is all or nothing: one that fails half-way (here, a
     /// second file at one place path) leaves the earlier record exactly as it was.
     func testAPlanThatFailsWhileItIsWrittenLeavesTheEarlierRecord() throws {

@@ -69,6 +69,6 @@ let plan = try RestorePlanner.plan(marker: marker, source: source, files: files,
 try target.prepare()
 let staged = StagedPlacement(target: target)
 let placement: any RestorePlacement = point == "mid-placement" ? DyingPlacement(inner: staged, dieAtGroup: n) : staged
-let outcome = try await RestoreEngine(storage: storage, record: try RestoreRecord(path: recordPath), staging: target, transfers: transfers).start(plan, placement: placement)
+let outcome = try await RestoreEngine(storage: storage, record: try RestoreRecord(path: recordPath, writer: true), staging: target, transfers: transfers).start(plan, placement: placement)
 print("finished without dying: \(outcome)")
 exit(4)

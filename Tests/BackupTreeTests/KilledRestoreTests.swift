@@ -57,7 +57,7 @@ final class KilledRestoreTests: XCTestCase {
         let signal = try runHelper([remote, targetRoot, recordPath, point, String(n), String(transfers)])
         XCTAssertEqual(signal, SIGKILL, "\(point) \(n), \(transfers) in flight: the helper must die by SIGKILL")
 
-        let record = try RestoreRecord(path: recordPath)
+        let record = try RestoreRecord(path: recordPath, writer: true)
         let placedBefore = Set(try record.files().filter { $0.status == .done }.map(\.file.remotePath))
         let storage = FaultyStorage(FolderStorage(root: remote))
         let target = RestoreTarget(root: targetRoot)
