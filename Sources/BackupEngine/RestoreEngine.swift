@@ -370,19 +370,24 @@ public final class RestoreEngine: Sendable {
         }
     }
 
-    /// Checks the file open at `fd` against the listed size and the marker's SHA-256.
+    /// Checks the file open at `fd` against the listed size and the marker's SHA-256: a file
+    /// with a hash in one read of it from its first byte, which counts its size as it goes;
+    /// one without, by its size alone.
     private static func verify(_ fd: Int32, _ file: RestoreFile) throws {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw LocalFileError(errno: errno, reading: file.placePath) }
-        if let size = file.size, Int64(info.st_size) != size {
-            throw RestoreFailure.sizeMismatch(DownloadSizeMismatch(
-                path: file.remotePath, expected: size, received: Int64(info.st_size), longer: Int64(info.st_size) > size))
+        func sizeMismatch(_ size: Int64) -> RestoreFailure? {
+            guard let expected = file.size, size != expected else { return nil }
+            return .sizeMismatch(DownloadSizeMismatch(path: file.remotePath, expected: expected, received: size, longer: size > expected))
         }
-        guard let expected = file.sha256 else { return }
-        guard lseek(fd, 0, SEEK_SET) == 0 else { throw LocalFileError(errno: errno, reading: file.placePath) }
-        let actual = try SHA256Hasher.hexOfOpenFile(fd, displayPath: file.placePath)
+        guard let expected = file.digest else {
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw LocalFileError(errno: errno, reading: file.placePath) }
+            if let mismatch = sizeMismatch(Int64(info.st_size)) { throw mismatch }
+            return
+        }
+        let (actual, size) = try SHA256Hasher.digestAndSize(ofOpenFile: fd, displayPath: file.placePath)
+        if let mismatch = sizeMismatch(size) { throw mismatch }
         if actual != expected {
-            throw RestoreFailure.hashMismatch(path: file.remotePath, expected: expected, actual: actual)
+            throw RestoreFailure.hashMismatch(path: file.remotePath, expected: expected.hex, actual: actual.hex)
         }
     }
 

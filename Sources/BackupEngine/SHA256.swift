@@ -34,6 +34,38 @@ public struct SHA256Hasher: ~Copyable {
         return hexString(digest.prefix(Int(length)))
     }
 
+    /// The digest.
+    public consuming func finalize() -> SHA256Digest {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &bytes, &length)
+        // EVP_DigestFinal_ex gives SHA-256's 32 bytes; anything else is no digest of it.
+        guard length == 32, let digest = bytes.withUnsafeBytes({ SHA256Digest(bytes: $0) }) else {
+            fatalError("EVP_DigestFinal_ex gave \(length) bytes for SHA-256")
+        }
+        return digest
+    }
+
+    /// The SHA-256 of all of `fd` from its first byte (read with pread: its offset is left as
+    /// it was) and the number of bytes it holds, in one pass.
+    public static func digestAndSize(ofOpenFile fd: Int32, displayPath path: String) throws -> (digest: SHA256Digest, size: Int64) {
+        var hasher = SHA256Hasher()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while true {
+            let count = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw LocalFileError(errno: errno, reading: path)
+            }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            offset += Int64(count)
+        }
+        return (hasher.finalize(), offset)
+    }
+
     /// The SHA-256 of the file at `path` as lowercase hex, read in 1 MiB chunks.
     ///
     /// Throws `LocalFileError` when the file cannot be opened or read.

@@ -39,7 +39,9 @@ public final class TreeRestoreNotes: Sendable {
 
 /// Sets modes, times and owners as the restore's user may.
 struct MetadataSetter {
-    let asRoot = geteuid() == 0
+    /// Whether this process runs as root, asked once (a restore sets a file's owner only then).
+    static let runsAsRoot = geteuid() == 0
+    let asRoot = MetadataSetter.runsAsRoot
     let notes: TreeRestoreNotes
 
     /// The uid and gid to give `metadata` here: by name when the name exists, else the numbers.
