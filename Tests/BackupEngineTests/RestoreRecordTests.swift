@@ -33,12 +33,8 @@ final class RestoreRecordTests: XCTestCase {
 
     // MARK: The writer's journal of downloads (rule 5 at one append per download)
 
-    /// What a process killed mid-restore leaves on disk: the record, its WAL and its journal,
-    /// copied while the writer is still open.
     private func killedImage(of path: String, into copy: String) throws {
-        for suffix in ["", "-wal", "-steps"] where FileManager.default.fileExists(atPath: path + suffix) {
-            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
-        }
+        try copyKilledImage(of: path, into: copy, journalSuffix: "-steps")
     }
 
     func testRule05EachDownloadIsSavedAsItIsRecordedAndSurvivesAKill() throws {
@@ -94,15 +90,7 @@ final class RestoreRecordTests: XCTestCase {
             XCTAssertTrue(FileManager.default.fileExists(atPath: path + "-steps"))
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-steps"))
-        var db: OpaquePointer?
-        XCTAssertEqual(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil), SQLITE_OK)
-        defer { sqlite3_close(db) }
-        var statement: OpaquePointer?
-        sqlite3_prepare_v2(db, "SELECT status FROM restore_files ORDER BY idx", -1, &statement, nil)
-        defer { sqlite3_finalize(statement) }
-        var statuses: [Int64] = []
-        while sqlite3_step(statement) == SQLITE_ROW { statuses.append(sqlite3_column_int64(statement, 0)) }
-        XCTAssertEqual(statuses, [0, 1, 0])
+        XCTAssertEqual(databaseIntegers(path, "SELECT status FROM restore_files ORDER BY idx"), [0, 1, 0])
     }
 
     /// A plan written file by file is all or nothing: one that fails half-way (here, a

@@ -64,13 +64,8 @@ final class StateStoreTests: XCTestCase {
         ]
     }
 
-    /// What a process killed while its uploads were journaled leaves on disk: a copy of the
-    /// state file, its WAL and its journal taken while the store is still open.
     private func killedImage(of path: String, into copy: String) throws {
-        try FileManager.default.createDirectory(atPath: (copy as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        for suffix in ["", "-wal", "-puts"] where FileManager.default.fileExists(atPath: path + suffix) {
-            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
-        }
+        try copyKilledImage(of: path, into: copy, journalSuffix: "-puts")
     }
 
     func testRule07JournaledPutsAreSavedOneByOneAndSurviveAKill() throws {
@@ -137,24 +132,15 @@ final class StateStoreTests: XCTestCase {
         let store = try StateStore(path: path)
         try store.beginPutJournal()
         // A database reader that does not read the journal sees the puts once they are folded.
-        func inDatabase() throws -> Int {
-            var db: OpaquePointer?
-            XCTAssertEqual(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil), SQLITE_OK)
-            defer { sqlite3_close(db) }
-            var statement: OpaquePointer?
-            sqlite3_prepare_v2(db, "SELECT count(*) FROM entries", -1, &statement, nil)
-            defer { sqlite3_finalize(statement) }
-            XCTAssertEqual(sqlite3_step(statement), SQLITE_ROW)
-            return Int(sqlite3_column_int64(statement, 0))
-        }
+        func inDatabase() -> Int { Int(databaseIntegers(path, "SELECT count(*) FROM entries").first ?? -1) }
         for index in 0..<5000 { try store.put(StateEntry(path: "f\(index)", size: Int64(index), hash: nil, remoteId: nil)) }
-        XCTAssertEqual(try inDatabase(), 4096, "the first 4096 puts were not folded in one batch")
+        XCTAssertEqual(inDatabase(), 4096, "the first 4096 puts were not folded in one batch")
         // A change of the entries comes after every put before it.
         XCTAssertEqual(try store.take("f4999")?.size, 4999)
-        XCTAssertEqual(try inDatabase(), 4999)
+        XCTAssertEqual(inDatabase(), 4999)
         try store.put(StateEntry(path: "f4999", size: 7, hash: nil, remoteId: nil))
         try store.endPutJournal()
-        XCTAssertEqual(try inDatabase(), 5000)
+        XCTAssertEqual(inDatabase(), 5000)
         XCTAssertEqual(try store.entries()["f4999"]?.size, 7)
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-puts"))
     }
