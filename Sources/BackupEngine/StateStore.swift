@@ -329,9 +329,31 @@ public final class StateStore: Sendable {
 
     /// Calls `body` with every entry in path order (bytes), one at a time: the whole state
     /// is never held. `body` must not use this store (its connection is busy meanwhile).
+    /// The puts of a run in progress elsewhere (or of a killed one, not yet folded) are merged
+    /// in, in order: a dry run sees what a sync that folds them first would.
     public func forEachSortedEntry(_ body: (StateEntry) throws -> Void) throws {
+        var journaled: [String: StateEntry] = [:]
+        for entry in try othersJournal() { journaled[entry.path] = entry }
+        let extra = journaled.values.sorted { ByteOrder.compare($0.path, $1.path) < 0 }
+        var next = 0
         try withEntries { db in
-            try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in try body(Self.entry(row)) }
+            try db.run("SELECT \(Self.entryColumns) FROM entries ORDER BY path") { row in
+                let entry = Self.entry(row)
+                while next < extra.count && ByteOrder.compare(extra[next].path, entry.path) < 0 {
+                    try body(extra[next])
+                    next += 1
+                }
+                if next < extra.count && ByteOrder.compare(extra[next].path, entry.path) == 0 {
+                    try body(extra[next])
+                    next += 1
+                } else {
+                    try body(entry)
+                }
+            }
+        }
+        while next < extra.count {
+            try body(extra[next])
+            next += 1
         }
     }
 

@@ -102,6 +102,21 @@ final class StateStoreTests: XCTestCase {
         XCTAssertEqual(try StateStore(path: path).entries().count, 4)
     }
 
+    /// A reader walking the entries in order (a dry run's plan) gets a killed run's puts
+    /// merged in their place, each path once, the journal's version winning.
+    func testEntriesInOrderIncludeAnotherRunsJournaledPuts() throws {
+        let path = dir + "/sync.db"
+        let store = try StateStore(path: path)
+        for name in ["b", "d", "f"] { try store.put(StateEntry(path: name, size: 1, hash: nil, remoteId: nil)) }
+        try store.beginPutJournal()
+        for name in ["a", "d", "e", "g"] { try store.put(StateEntry(path: name, size: 2, hash: nil, remoteId: nil)) }
+        let image = dir + "/killed/sync.db"
+        try killedImage(of: path, into: image)
+        let reader = try StateStore(path: image)
+        XCTAssertEqual(try reader.sortedEntries().map { "\($0.path)\($0.size)" }, ["a2", "b1", "d2", "e2", "f1", "g2"])
+        try store.endPutJournal()
+    }
+
     func testAJournalRecordCutShortOrDamagedEndsTheReplayThere() throws {
         let path = dir + "/sync.db"
         let store = try StateStore(path: path)
