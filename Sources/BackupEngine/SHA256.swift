@@ -28,10 +28,7 @@ public struct SHA256Hasher: ~Copyable {
 
     /// The digest as 64 lowercase hex characters.
     public consuming func finalizeHex() -> String {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &digest, &length)
-        return hexString(digest.prefix(Int(length)))
+        finalize().hex
     }
 
     /// The digest.
@@ -107,16 +104,4 @@ public struct SHA256Hasher: ~Copyable {
         hasher.update(data)
         return hasher.finalizeHex()
     }
-}
-
-private let hexDigits = Array("0123456789abcdef".utf8)
-
-func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-    var out = [UInt8]()
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-        out.append(hexDigits[Int(b >> 4)])
-        out.append(hexDigits[Int(b & 0x0f)])
-    }
-    return String(decoding: out, as: UTF8.self)
 }

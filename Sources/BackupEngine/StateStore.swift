@@ -221,10 +221,16 @@ public final class StateStore: Sendable {
     /// Commits the journal's pending puts to the database in one transaction, then empties it.
     private static func fold(_ journal: inout PutJournal, into db: SQLiteConnection) throws {
         guard !journal.pending.isEmpty else { return }
-        try db.transaction {
-            for entry in journal.pending { try db.run(insertEntry, values(entry)) }
-        }
+        try insert(journal.pending, into: db)
         try journal.folded()
+    }
+
+    /// Inserts or replaces `entries` in one transaction.
+    private static func insert(_ entries: [StateEntry], into db: SQLiteConnection) throws {
+        guard !entries.isEmpty else { return }
+        try db.transaction {
+            for entry in entries { try db.run(insertEntry, values(entry)) }
+        }
     }
 
     deinit {
@@ -263,12 +269,8 @@ public final class StateStore: Sendable {
         try connection.use { db in
             try journal.withLock { journal in
                 guard !journal.isOpen, let left = try journal.read() else { return }
-                if !left.isEmpty {
-                    try db.transaction {
-                        for entry in left { try db.run(Self.insertEntry, Self.values(entry)) }
-                    }
-                }
-                _ = FileName.withCString(journal.path) { unlink($0) }
+                try Self.insert(left, into: db)
+                journal.close()
             }
         }
     }

@@ -168,22 +168,19 @@ public final class SyncEngine: Sendable {
         // Each upload's put is one append to the state's journal (rule 7 still: saved before
         // the next step), folded into the database in batches and when the uploads end.
         if !uploads.isEmpty { try state.beginPutJournal() }
-        for phase in [sizePhase, uploads.dropFirst(sizePhase.count)] where !phase.isEmpty {
-            let stop: SyncOutcome?
-            do {
+        var stop: SyncOutcome?
+        do {
+            for phase in [sizePhase, uploads.dropFirst(sizePhase.count)] where !phase.isEmpty && stop == nil {
                 stop = try await uploadPhase(
                     phase, of: snapshot, replacing: plan.replacing, keeper: keeper, report: &report, done: &done, total: total,
                     onProgress: onProgress)
-            } catch {
-                try? state.endPutJournal()
-                throw error
             }
-            if let stop {
-                try state.endPutJournal()
-                return stop
-            }
+        } catch {
+            try? state.endPutJournal()
+            throw error
         }
         try state.endPutJournal()
+        if let stop { return stop }
 
         if !deletes.isEmpty { onStage(.deleting(files: deletes.count)) }
         for path in deletes {
