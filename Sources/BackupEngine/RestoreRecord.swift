@@ -2,7 +2,7 @@
 // downloaded (staged, not placed) or done (placed), with its failed attempts. Saved after
 // every download and every placement, so a process killed at any instant resumes from it.
 // The record's writer (the restore holding the lock) saves each download as one append to
-// a journal beside it (`JournalFile`: the file's index and status), folded into SQLite in
+// a journal beside it (`Journal` of `DownloadStep`s: a file's index and status), folded into SQLite in
 // batches and before any other read or change; a reader sees the journal's steps too, and
 // the next writer folds what a killed one left.
 //
@@ -42,7 +42,7 @@ public final class RestoreRecord: Sendable {
     /// Whether this is the record's one writer (`init(path:writer:)`).
     public let writer: Bool
     /// The writer's steps not yet folded; used only under the connection's lock, after it.
-    private let steps: Mutex<StepJournal>
+    private let steps: Mutex<Journal<DownloadStep>>
 
     /// The journal's path beside the record.
     public static func stepsPath(forRecord path: String) -> String { path + "-steps" }
@@ -60,7 +60,7 @@ public final class RestoreRecord: Sendable {
     public init(path: String, writer: Bool = false) throws {
         self.path = path
         self.writer = writer
-        steps = Mutex(StepJournal(path: Self.stepsPath(forRecord: path)))
+        steps = Mutex(Journal(path: Self.stepsPath(forRecord: path), what: "the journal of the restore's newest downloads"))
         connection = LockedConnection(try SQLiteConnection.open(path: path, kind: RestoreRecord.kind, formatVersion: RestoreRecord.formatVersion) { db, version in
             // Format 1 named local paths: nothing of it is trusted or kept.
             if version < 2 { try db.exec("DROP TABLE IF EXISTS restore_files; DROP TABLE IF EXISTS restore_meta;") }
@@ -119,17 +119,17 @@ public final class RestoreRecord: Sendable {
     }
 
     /// Commits `steps`' waiting statuses in one transaction, then empties the journal.
-    private static func fold(_ steps: inout StepJournal, into db: SQLiteConnection) throws {
+    private static func fold(_ steps: inout Journal<DownloadStep>, into db: SQLiteConnection) throws {
         guard !steps.pending.isEmpty else { return }
         try apply(steps.pending, to: db)
         try steps.folded()
     }
 
-    private static func apply(_ statuses: [(index: Int64, status: RestoreFileStatus)], to db: SQLiteConnection) throws {
-        guard !statuses.isEmpty else { return }
+    private static func apply(_ steps: [DownloadStep], to db: SQLiteConnection) throws {
+        guard !steps.isEmpty else { return }
         try db.transaction {
-            for (index, status) in statuses {
-                try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(status.rawValue), .int(index)])
+            for step in steps {
+                try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(step.status.rawValue), .int(step.index)])
             }
         }
     }
@@ -140,7 +140,7 @@ public final class RestoreRecord: Sendable {
         guard !writer else { return [:] }
         let read = try steps.withLock { steps in try steps.read() } ?? []
         var latest: [Int64: RestoreFileStatus] = [:]
-        for (index, status) in read { latest[index] = status }
+        for step in read { latest[step.index] = step.status }
         return latest
     }
 
@@ -419,7 +419,7 @@ public final class RestoreRecord: Sendable {
             return try connection.use { db in
                 try steps.withLock { steps in
                     if !steps.isOpen { try steps.open() }
-                    try steps.append(Int64(index), status)
+                    try steps.append(DownloadStep(Int64(index), status))
                     if steps.due { try Self.fold(&steps, into: db) }
                 }
             }
@@ -470,50 +470,23 @@ public final class RestoreRecord: Sendable {
     }
 }
 
-/// The writer's journal of download steps: each record a file's index (8 bytes) and status (1).
-struct StepJournal: Sendable {
-    private(set) var file: JournalFile
-    /// The steps written since the last fold, in order.
-    private(set) var pending: [(index: Int64, status: RestoreFileStatus)] = []
-    private var record: [UInt8] = []
+/// A download's step in the writer's journal: the file's index (8 bytes) and status (1).
+struct DownloadStep: JournalRecord {
+    var index: Int64
+    var status: RestoreFileStatus
 
-    init(path: String) {
-        file = JournalFile(path: path, what: "the journal of the restore's newest downloads")
+    init(_ index: Int64, _ status: RestoreFileStatus) {
+        self.index = index
+        self.status = status
     }
 
-    var isOpen: Bool { file.isOpen }
-    var due: Bool { file.due }
-
-    mutating func open() throws(StateStoreError) { try file.open() }
-
-    mutating func append(_ index: Int64, _ status: RestoreFileStatus) throws(StateStoreError) {
-        record.removeAll(keepingCapacity: true)
-        JournalFile.put(UInt64(bitPattern: index), 8, &record)
-        record.append(UInt8(truncatingIfNeeded: status.rawValue))
-        try file.append(record)
-        pending.append((index, status))
+    func encode(into out: inout [UInt8]) {
+        LittleEndian.put(UInt64(bitPattern: index), 8, &out)
+        out.append(UInt8(truncatingIfNeeded: status.rawValue))
     }
 
-    mutating func folded() throws(StateStoreError) {
-        pending.removeAll(keepingCapacity: true)
-        try file.folded()
-    }
-
-    /// Closes and removes the journal, forgetting what was not folded.
-    mutating func close() {
-        pending.removeAll()
-        file.close()
-    }
-
-    /// The steps the journal file holds, up to its first incomplete or damaged record; nil
-    /// when there is no file.
-    func read() throws(StateStoreError) -> [(index: Int64, status: RestoreFileStatus)]? {
-        guard let records = try file.read() else { return nil }
-        var steps: [(index: Int64, status: RestoreFileStatus)] = []
-        for record in records {
-            guard record.count == 9, let status = RestoreFileStatus(rawValue: Int64(record[record.startIndex + 8])) else { break }
-            steps.append((Int64(bitPattern: JournalFile.get(record, record.startIndex, 8)), status))
-        }
-        return steps
+    init?(journalRecord bytes: ArraySlice<UInt8>) {
+        guard bytes.count == 9, let status = RestoreFileStatus(rawValue: Int64(bytes[bytes.startIndex + 8])) else { return nil }
+        self.init(Int64(bitPattern: LittleEndian.get(bytes, bytes.startIndex, 8)), status)
     }
 }

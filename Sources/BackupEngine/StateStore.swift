@@ -154,7 +154,7 @@ public final class StateStore: Sendable {
     private let connection: LockedConnection
     /// The puts of the uploads in progress, written ahead of the database (`PutJournal`).
     /// Used only under the connection's lock, after it (one order: no deadlock).
-    private let journal: Mutex<PutJournal>
+    private let journal: Mutex<Journal<StateEntry>>
 
     /// Opens (creating it with mode 0600 if needed) the state file at `path`.
     ///
@@ -162,7 +162,7 @@ public final class StateStore: Sendable {
     /// from a newer version of backup.
     public init(path: String) throws {
         self.path = path
-        journal = Mutex(PutJournal(path: PutJournal.path(forState: path)))
+        journal = Mutex(Journal(path: PutJournal.path(forState: path), what: "the journal of the state's newest puts"))
         connection = LockedConnection(try SQLiteConnection.open(path: path, kind: StateStore.kind, formatVersion: StateStore.formatVersion) { db, from in
             if from < 1 {
                 try db.exec("""
@@ -219,7 +219,7 @@ public final class StateStore: Sendable {
     }
 
     /// Commits the journal's pending puts to the database in one transaction, then empties it.
-    private static func fold(_ journal: inout PutJournal, into db: SQLiteConnection) throws {
+    private static func fold(_ journal: inout Journal<StateEntry>, into db: SQLiteConnection) throws {
         guard !journal.pending.isEmpty else { return }
         try insert(journal.pending, into: db)
         try journal.folded()
