@@ -384,7 +384,7 @@ public final class RestoreEngine: Sendable {
             if let mismatch = sizeMismatch(Int64(info.st_size)) { throw mismatch }
             return
         }
-        let (actual, size) = try SHA256Hasher.digestAndSize(ofOpenFile: fd, displayPath: file.placePath)
+        let (actual, size) = try SHA256Hasher.digestAndSize(ofOpenFile: fd, expectedSize: file.size, displayPath: file.placePath)
         if let mismatch = sizeMismatch(size) { throw mismatch }
         if actual != expected {
             throw RestoreFailure.hashMismatch(path: file.remotePath, expected: expected.hex, actual: actual.hex)

@@ -92,17 +92,33 @@ public struct RestorePlan: Sendable, Equatable {
 public struct StagedWrite: Sendable {
     /// Open for reading and writing, empty when made.
     public let fd: Int32
-    /// The staging's own handle on where the file is (a folder descriptor, a name).
-    public let folderFD: Int32
+    /// The staging's own handle on where the file is (the folder, held open while any write
+    /// into it is alive).
+    public let folder: OpenFolder
     /// The file's name in that folder; nil for a file that has no name until it is kept
     /// (`UnnamedFile`).
     public let temporaryName: String?
 
-    public init(fd: Int32, folderFD: Int32, temporaryName: String?) {
+    /// The folder's descriptor (closed by `folder`, never by the staging's callers).
+    public var folderFD: Int32 { folder.fd }
+
+    public init(fd: Int32, folder: OpenFolder, temporaryName: String?) {
         self.fd = fd
-        self.folderFD = folderFD
+        self.folder = folder
         self.temporaryName = temporaryName
     }
+}
+
+/// A folder descriptor shared by whoever holds it, closed when the last holder lets go: the
+/// downloads that go into one staging folder share one descriptor instead of a copy (a `dup`
+/// and a `close`) each.
+public final class OpenFolder: Sendable {
+    public let fd: Int32
+
+    /// Takes `fd` over: it is closed when this is released.
+    public init(taking fd: Int32) { self.fd = fd }
+
+    deinit { close(fd) }
 }
 
 /// Where downloads wait for placement. The restore engine never opens a local path: it

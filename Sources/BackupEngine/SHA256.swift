@@ -45,9 +45,18 @@ public struct SHA256Hasher: ~Copyable {
 
     /// The SHA-256 of all of `fd` from its first byte (read with pread: its offset is left as
     /// it was) and the number of bytes it holds, in one pass.
-    public static func digestAndSize(ofOpenFile fd: Int32, displayPath path: String) throws -> (digest: SHA256Digest, size: Int64) {
+    ///
+    /// With an `expectedSize`, a read that comes back short exactly there is taken as the end
+    /// (a regular file reads short only at its end), so a file of the expected size costs one
+    /// read; any other size is read on to its real end, to be told as it is.
+    public static func digestAndSize(
+        ofOpenFile fd: Int32, expectedSize: Int64? = nil, displayPath path: String
+    ) throws -> (digest: SHA256Digest, size: Int64) {
         var hasher = SHA256Hasher()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        // Small files (most of a home folder) need no 1 MiB buffer: one byte past the expected
+        // size is enough to see the end in the same read.
+        let capacity = expectedSize.map { $0 >= 0 && $0 < (1 << 20) ? Int($0) + 1 : 1 << 20 } ?? 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 4096), alignment: 16)
         defer { buffer.deallocate() }
         var offset: Int64 = 0
         while true {
@@ -59,6 +68,7 @@ public struct SHA256Hasher: ~Copyable {
             }
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             offset += Int64(count)
+            if count < buffer.count, let expectedSize, offset == expectedSize { break }
         }
         return (hasher.finalize(), offset)
     }

@@ -273,9 +273,7 @@ public struct FolderStorage: RemoteStorage {
             let rootFD = try heldRoot.descriptor(opening: openRoot)
             let (source, size) = try openForReading(parts, under: rootFD)
             defer { close(source) }
-            guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
-                throw localFileError(errno: errno, operation: "write", path: localCopyName(path))
-            }
+            // `fd` is empty and at offset 0 (the protocol's promise), and nothing here retries.
             let copied: Int64
             do {
                 copied = try copyContents(from: source, to: fd, expectedSize: size, limit: expectedSize, onBytes: onBytes)
@@ -1081,8 +1079,17 @@ func copyContents(
 
     if let copyFileRange = LinuxCalls.copyFileRange {
         while !done() {
-            let count = copyFileRange(source, nil, destination, nil, wanted(), 0)
-            if count > 0 { copied += count; onBytes?(Int64(copied)); continue }
+            let asked = wanted()
+            let count = copyFileRange(source, nil, destination, nil, asked, 0)
+            if count > 0 {
+                copied += count
+                onBytes?(Int64(copied))
+                // A short copy of a regular file that ends where its size (and the limit) says
+                // it ends is its end: no second call to hear 0. Whatever the file did meanwhile,
+                // the caller checks what landed (size, and hash where it has one).
+                if count < asked && Int64(copied) == expectedSize && limit.map({ Int64(copied) == $0 }) ?? true { return Int64(copied) }
+                continue
+            }
             // 0 at the start of a non-empty file: a filesystem that reports no data this way.
             if count == 0 { if copied > 0 || expectedSize == 0 { return Int64(copied) } else { break } }
             let code = errno

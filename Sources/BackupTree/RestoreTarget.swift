@@ -130,19 +130,18 @@ public struct RestoreTarget: RestoreStaging {
         // it is walked to (and made) once, not once per file.
         // A kept folder removed meanwhile (ENOENT) is forgotten and walked to again, once.
         for attempt in 0..<2 {
-            let folderFD = try stagingFolder(for: parts, file)
-            if let fd = UnnamedFile.create(in: folderFD, access: O_RDWR, mode: 0o600) {
-                return StagedWrite(fd: fd, folderFD: folderFD, temporaryName: nil)
+            let folder = try stagingFolder(for: parts, file)
+            if let fd = UnnamedFile.create(in: folder.fd, access: O_RDWR, mode: 0o600) {
+                return StagedWrite(fd: fd, folder: folder, temporaryName: nil)
             }
             var code: Int32 = 0
             for _ in 0..<8 {
                 let name = Self.temporaryName()
-                let fd = openat(folderFD, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-                if fd >= 0 { return StagedWrite(fd: fd, folderFD: folderFD, temporaryName: name) }
+                let fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                if fd >= 0 { return StagedWrite(fd: fd, folder: folder, temporaryName: name) }
                 code = errno
                 if code != EEXIST { break }
             }
-            close(folderFD)
             if code == ENOENT && attempt == 0 {
                 lastStagingFolder.forget()
                 continue
@@ -152,9 +151,9 @@ public struct RestoreTarget: RestoreStaging {
         throw LocalFileError(path: stagingRoot, message: "cannot write the download of \(finalPath(for: file.placePath)) into \(stagingRoot)")
     }
 
-    /// The staging folder of a file with these path parts, open (the caller closes it).
-    private func stagingFolder(for parts: [String], _ file: RestoreFile) throws -> Int32 {
-        try lastStagingFolder.descriptor(for: parts.dropLast()) {
+    /// The staging folder of a file with these path parts, open.
+    private func stagingFolder(for parts: [String], _ file: RestoreFile) throws -> OpenFolder {
+        try lastStagingFolder.folder(for: parts.dropLast()) {
             let rootFD = try openRoot()
             defer { close(rootFD) }
             let chain: [Int32]
@@ -169,7 +168,6 @@ public struct RestoreTarget: RestoreStaging {
     }
 
     public func keep(_ write: StagedWrite, for file: RestoreFile) throws {
-        defer { close(write.folderFD) }
         // The path was checked when its write was created; its last part is the name.
         let name = Self.lastPart(of: file.placePath)
         // The recorded mode, times and owner go on the very descriptor that wrote the bytes:
@@ -203,7 +201,6 @@ public struct RestoreTarget: RestoreStaging {
     public func discard(_ write: StagedWrite) {
         close(write.fd)
         if let temporaryName = write.temporaryName { unlinkat(write.folderFD, temporaryName, 0) }
-        close(write.folderFD)
     }
 
     /// A new name for a download's temporary file in its staging folder.
@@ -398,7 +395,55 @@ public struct RestoreTarget: RestoreStaging {
 
     /// Moves each staged file to its final place, creating folders as needed. The walk
     /// never follows a link: a link in the way is an error naming it, never a way out.
-    public func place(_ files: some Sequence<RestoreFile>) throws {
+    ///
+    /// A large group is placed by two workers, each a run of whole folders (a rename costs the
+    /// kernel more than anything around it, and a group is placed only once all of it landed,
+    /// so nothing else runs meanwhile). A failure ends its worker; the first in file order is
+    /// thrown, as one worker would have thrown it, and what was placed stays placed.
+    public func place<Files: RandomAccessCollection<RestoreFile> & Sendable>(_ files: Files) throws where Files.Index == Int {
+        let halves = Self.halves(of: files)
+        guard halves.count == 2 else {
+            try place(files, files.startIndex..<files.endIndex)
+            return
+        }
+        let failures = Mutex<[(at: Int, error: any Error)]>([])
+        DispatchQueue.concurrentPerform(iterations: halves.count) { worker in
+            do {
+                try self.place(files, halves[worker])
+            } catch {
+                failures.withLock { $0.append((worker, error)) }
+            }
+        }
+        if let first = failures.withLock({ $0.min { $0.at < $1.at } }) { throw first.error }
+    }
+
+    /// Groups smaller than this are placed by one worker.
+    static let parallelPlacementMinimum = 4096
+
+    /// `files`' positions split in two runs at a change of folder near the middle, or all of
+    /// them as one run (a small group, or one folder throughout).
+    static func halves<Files: RandomAccessCollection<RestoreFile>>(of files: Files) -> [Range<Int>] where Files.Index == Int {
+        let all = files.startIndex..<files.endIndex
+        guard files.count >= parallelPlacementMinimum else { return [all] }
+        func folder(_ at: Int) -> Substring {
+            let path = files[at].placePath
+            guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+            return path[..<slash]
+        }
+        let middle = files.startIndex + files.count / 2
+        let around = folder(middle)
+        var split = middle
+        while split < files.endIndex, folder(split).utf8.elementsEqual(around.utf8) { split += 1 }
+        if split == files.endIndex {
+            split = middle
+            while split > files.startIndex, folder(split - 1).utf8.elementsEqual(around.utf8) { split -= 1 }
+        }
+        guard split > files.startIndex, split < files.endIndex else { return [all] }
+        return [files.startIndex..<split, split..<files.endIndex]
+    }
+
+    /// Places `files[positions]`, in order (one worker's run).
+    private func place<Files: RandomAccessCollection<RestoreFile>>(_ files: Files, _ positions: Range<Int>) throws where Files.Index == Int {
         let rootFD = try openRoot()
         defer { close(rootFD) }
         // Files come in path order: the folders of one are mostly the next one's, so both
@@ -412,10 +457,10 @@ public struct RestoreTarget: RestoreStaging {
             (target, staging, folder) = ([], [], nil)
         }
         defer { closeChains() }
-        for file in files {
+        for position in positions {
+            let file = files[position]
             let parts = try Self.parts(file.placePath)
             let name = parts[parts.count - 1]
-            let finalPath = finalPath(for: file.placePath)
             if folder.map({ !FolderCache.same($0, parts.dropLast()) }) ?? true {
                 closeChains()
                 do {
@@ -434,6 +479,7 @@ public struct RestoreTarget: RestoreStaging {
             let to = target.last ?? rootFD
             if FileName.withCString(name, { renameat(from, $0, to, $0) }) != 0 {
                 let code = errno
+                let finalPath = finalPath(for: file.placePath)
                 throw LocalFileError(path: finalPath, message: "cannot place \(finalPath): \(String(cString: strerror(code)))")
             }
         }
@@ -448,32 +494,23 @@ public struct RestoreTarget: RestoreStaging {
 
 /// One open folder and the path parts it was reached by, kept between calls from any thread.
 final class FolderCache: Sendable {
-    private let last = Mutex<(parts: [String], fd: Int32)?>(nil)
+    private let last = Mutex<(parts: [String], folder: OpenFolder)?>(nil)
 
-    deinit { forget() }
-
-    /// A descriptor of the folder `parts` names, which the caller closes: a duplicate of the
-    /// one kept when `parts` are those of the last call (byte for byte), else `open()`'s.
-    func descriptor(for parts: ArraySlice<String>, open: () throws -> Int32) throws -> Int32 {
+    /// The folder `parts` names: the one kept when `parts` are those of the last call (byte
+    /// for byte), else the descriptor `open()` gives (kept for the next call). A folder
+    /// replaced here stays open for those still writing into it.
+    func folder(for parts: ArraySlice<String>, open: () throws -> Int32) throws -> OpenFolder {
         try last.withLock { kept in
-            if let kept, Self.same(kept.parts[...], parts) {
-                let fd = dup(kept.fd)
-                if fd >= 0 { return fd }
-            }
-            let fd = try open()
-            if let kept { close(kept.fd) }
-            let copy = dup(fd)
-            kept = copy >= 0 ? (Array(parts), copy) : nil
-            return fd
+            if let kept, Self.same(kept.parts[...], parts) { return kept.folder }
+            let folder = OpenFolder(taking: try open())
+            kept = (Array(parts), folder)
+            return folder
         }
     }
 
-    /// Closes the kept folder (it may be removed: a new run walks to it again).
+    /// Lets the kept folder go (it may be removed: a new run walks to it again).
     func forget() {
-        last.withLock { kept in
-            if let kept { close(kept.fd) }
-            kept = nil
-        }
+        last.withLock { $0 = nil }
     }
 
     /// Whether two lists of names are the same bytes (not only canonically equal Strings).

@@ -48,4 +48,26 @@ final class SHA256DigestTests: XCTestCase {
         // one the file is read again.
         XCTAssertEqual(try StateStore(path: path).fingerprints(), ["good": good])
     }
+
+    /// The verification pass: with an expected size, a file of that size is hashed whole, and
+    /// one shorter or longer is still read to its real end (its size told as it is).
+    func testDigestAndSizeReadsToTheRealEndWhateverSizeWasExpected() throws {
+        let dir = NSTemporaryDirectory() + "digest-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for size in [0, 1, 100, 4095, 4096, 4097, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 << 20] {
+            let data = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+            let path = dir + "/f\(size)"
+            try data.write(to: URL(fileURLWithPath: path))
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            XCTAssertGreaterThanOrEqual(fd, 0)
+            defer { close(fd) }
+            let whole = SHA256Hasher.hex(data)
+            for expected in [nil, Int64(size), Int64(size) - 1, Int64(size) + 1, 0, Int64(size) * 2 + 5] as [Int64?] {
+                let (digest, counted) = try SHA256Hasher.digestAndSize(ofOpenFile: fd, expectedSize: expected, displayPath: path)
+                XCTAssertEqual(counted, Int64(size), "size \(size), expected \(String(describing: expected))")
+                XCTAssertEqual(digest.hex, whole, "size \(size), expected \(String(describing: expected))")
+            }
+        }
+    }
 }

@@ -29,11 +29,10 @@ public struct FolderStaging: RestoreStaging {
             close(folderFD)
             throw LocalFileError(errno: errno, reading: folder + "/" + name)
         }
-        return StagedWrite(fd: fd, folderFD: folderFD, temporaryName: name)
+        return StagedWrite(fd: fd, folder: OpenFolder(taking: folderFD), temporaryName: name)
     }
 
     public func keep(_ write: StagedWrite, for file: RestoreFile) throws {
-        defer { close(write.folderFD) }
         close(write.fd)
         let name = (path(file) as NSString).lastPathComponent
         guard renameat(write.folderFD, write.temporaryName ?? "", write.folderFD, name) == 0 else {
@@ -44,7 +43,6 @@ public struct FolderStaging: RestoreStaging {
     public func discard(_ write: StagedWrite) {
         close(write.fd)
         unlinkat(write.folderFD, write.temporaryName ?? "", 0)
-        close(write.folderFD)
     }
 
     public func openStaged(_ file: RestoreFile) throws -> Int32? {

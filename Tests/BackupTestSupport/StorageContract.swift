@@ -206,7 +206,10 @@ public enum StorageContract {
         var info = stat()
         XCTAssertEqual(fstat(fd, &info), 0)
         XCTAssertLessThanOrEqual(info.st_size, 11, "the download went on past the listed size", file: file, line: line)
-        // The right size is accepted, and the byte callback saw every byte.
+        // The right size is accepted, and the byte callback saw every byte (into the same
+        // descriptor, emptied as the protocol asks of a caller).
+        XCTAssertEqual(ftruncate(fd, 0), 0, file: file, line: line)
+        XCTAssertEqual(lseek(fd, 0, SEEK_SET), 0, file: file, line: line)
         let seen = ByteCounter()
         try await storage.downloadFile("sized/body.bin", into: fd, expectedSize: Int64(data.count), onBytes: { seen.set($0) })
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: local)), data, file: file, line: line)
