@@ -430,12 +430,29 @@ public final class RestoreRecord: Sendable {
                 try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(status.rawValue), .int(Int64(index))])
                 return
             }
+            // A placed group is mostly runs of consecutive ids: one statement a run, not a file.
             try db.transaction {
-                for index in indices {
-                    try db.run("UPDATE restore_files SET status = ?1 WHERE idx = ?2", [.int(status.rawValue), .int(Int64(index))])
+                for run in Self.runs(of: indices) {
+                    try db.run("UPDATE restore_files SET status = ?1 WHERE idx BETWEEN ?2 AND ?3",
+                               [.int(status.rawValue), .int(Int64(run.lowerBound)), .int(Int64(run.upperBound))])
                 }
             }
         }
+    }
+
+    /// `indices` as runs of consecutive values, each value in exactly one run (duplicates and
+    /// any order allowed).
+    static func runs(of indices: [Int]) -> [ClosedRange<Int>] {
+        let sorted = indices.sorted()
+        var runs: [ClosedRange<Int>] = []
+        for index in sorted {
+            if let last = runs.last, index <= last.upperBound + 1 {
+                if index > last.upperBound { runs[runs.count - 1] = last.lowerBound...index }
+            } else {
+                runs.append(index...index)
+            }
+        }
+        return runs
     }
 
     /// Counts one failed attempt on each of `indices`, with the reason (one transaction).

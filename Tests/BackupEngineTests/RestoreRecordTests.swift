@@ -31,6 +31,21 @@ final class RestoreRecordTests: XCTestCase {
         XCTAssertEqual(try record.plan(), plan())
     }
 
+    /// A placement saves its files in runs of consecutive ids: exactly the files given, never a
+    /// file between two of them that was not (an interleaved group, a file still downloading).
+    func testRule05APlacementSavesExactlyTheFilesPlaced() throws {
+        let record = try RestoreRecord(path: dir + "/restore.db")
+        let files = (0..<40).map { RestoreFile(remotePath: "f\($0)", group: $0 % 3 == 0 ? "odd" : "main") }
+        try record.begin(RestorePlan(source: SourceRef(identityKey: "k", markerRemoteId: nil, markerFingerprint: "f"), target: "/t", files: files))
+        let placed = [5, 2, 3, 4, 9, 10, 11, 39, 20, 21, 3, 0]
+        try record.setStatus(.done, placed)
+        let statuses = try RestoreRecord(path: dir + "/restore.db").files().map(\.status)
+        for (index, status) in statuses.enumerated() {
+            XCTAssertEqual(status, placed.contains(index) ? .done : .pending, "file \(index)")
+        }
+        XCTAssertEqual(try record.count(.done), Set(placed).count)
+    }
+
     // MARK: The writer's journal of downloads (rule 5 at one append per download)
 
     private func killedImage(of path: String, into copy: String) throws {
