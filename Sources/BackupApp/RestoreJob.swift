@@ -208,9 +208,15 @@ extension BackupApp {
                             selection = chosen
                         }
                         var planned = PlanOutline()
+                        let (planMarker, planFiles, planPastTree, planSelection) = (marker, files, pastTree, selection)
                         try record.record(source: source, target: target.root) { add in
-                            planned = try RestorePlanner.plan(
-                                marker: marker, files: files, target: target, only: only, paths: selection, pastTree: pastTree, into: add)
+                            // The marker is read and matched with the listing on one core while
+                            // the record writes the files down on the other.
+                            planned = try Handoff.run(name: "backup-plan", produce: { emit in
+                                try RestorePlanner.plan(
+                                    marker: planMarker, files: planFiles, target: target, only: only, paths: planSelection, pastTree: planPastTree,
+                                    into: { id, file in try emit((id, file)) })
+                            }, consume: { item in try add(item.0, item.1) })
                             // Nothing chosen is in the backup: said, and the record is left as it was.
                             if let selection, planned.files == 0, planned.refused.isEmpty,
                                !planned.tree.contains(where: { selection.covers($0.path) }) {
