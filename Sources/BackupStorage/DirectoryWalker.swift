@@ -3,6 +3,8 @@
 // dictionaries per entry, which costs several times more than the system calls themselves.
 
 import BackupEngine
+import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +20,7 @@ struct DirectoryWalker {
     /// The tree's root on disk, for error messages.
     let rootPath: String
     /// Whether to leave out an entry, given its folder's relative path ("" at the root) and its name.
-    let skip: (_ folder: String, _ name: String) -> Bool
+    let skip: @Sendable (_ folder: String, _ name: String) -> Bool
 
     /// Calls `visit` with the relative "/"-separated path and the status of every regular file
     /// under the directory `rootFD` (which stays open and owned by the caller).
@@ -31,8 +33,79 @@ struct DirectoryWalker {
         try walkFolder(fd, relative: "", visit: visit)
     }
 
-    /// Lists one folder (taking over `fd`) and descends into its subfolders.
-    private func walkFolder(_ fd: Int32, relative: String, visit: (String, stat) -> Void) throws {
+    /// Like `walk`, on `workers` threads: the top of the tree is listed here, breadth first,
+    /// until there are enough folders to share out (or nothing more to list), then each worker
+    /// walks whole folders, taking the next one not yet taken. The files each worker finds go
+    /// into its own `Found` (those of the top into the first), so `visit` needs no lock.
+    /// Returns them all; within a folder files come in directory order, and nothing is said
+    /// of the order between folders (as in `walk`).
+    func walk<Found: Sendable>(
+        _ rootFD: Int32, workers: Int, empty: @Sendable () -> Found, visit: @Sendable (inout Found, String, stat) -> Void
+    ) throws -> [Found] {
+        var top = empty()
+        let fd = openat(rootFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw SystemCallFailure(code: errno, operation: "listing", path: rootPath)
+        }
+        var folders: [String] = []
+        try walkFolder(fd, relative: "", visit: { visit(&top, $0, $1) }, subfolder: { folders.append($0) })
+        // Breadth first while there are too few to share: a tree under one folder is split too.
+        var next = 0
+        while workers > 1, folders.count - next < workers * 4, next < folders.count, next < 256 {
+            let relative = folders[next]
+            next += 1
+            guard let fd = try openFolder(relative, under: rootFD) else { continue }
+            try walkFolder(fd, relative: relative, visit: { visit(&top, $0, $1) }, subfolder: { folders.append($0) })
+        }
+        let shared = Array(folders[next...])
+        if workers <= 1 || shared.count <= 1 {
+            for relative in shared {
+                guard let fd = try openFolder(relative, under: rootFD) else { continue }
+                try walkFolder(fd, relative: relative, visit: { visit(&top, $0, $1) }, subfolder: nil)
+            }
+            return [top]
+        }
+        let taken = Atomic<Int>(0)
+        let found = Mutex<[Found]>([top])
+        let failure = Mutex<(any Error)?>(nil)
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            var mine = empty()
+            do {
+                while failure.withLock({ $0 == nil }) {
+                    let index = taken.add(1, ordering: .relaxed).oldValue
+                    guard index < shared.count else { break }
+                    guard let fd = try openFolder(shared[index], under: rootFD) else { continue }
+                    try walkFolder(fd, relative: shared[index], visit: { visit(&mine, $0, $1) }, subfolder: nil)
+                }
+            } catch {
+                failure.withLock { $0 = $0 ?? error }
+            }
+            let result = mine
+            found.withLock { $0.append(result) }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+        return found.withLock { $0 }
+    }
+
+    /// The folder at `relative` under `rootFD`, opened a part at a time without following a
+    /// link; nil when it is gone or was replaced by something else since it was listed.
+    private func openFolder(_ relative: String, under rootFD: Int32) throws -> Int32? {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        do throws(FolderWalkError) {
+            let chain = try openFolderChain(parts, under: rootFD, create: false, operation: "listing", displayRoot: rootPath)
+            chain.dropLast().forEach { close($0) }
+            return chain.last
+        } catch {
+            if error.code == ENOENT || error.code == ENOTDIR || error.code == ELOOP { return nil }
+            throw SystemCallFailure(code: error.code, operation: "listing", path: error.path)
+        }
+    }
+
+    /// Lists one folder (taking over `fd`) and descends into its subfolders, or with
+    /// `subfolder`, tells their relative paths instead.
+    private func walkFolder(
+        _ fd: Int32, relative: String, visit: (String, stat) -> Void, subfolder: ((String) -> Void)? = nil
+    ) throws {
         let diskPath = relative.isEmpty ? rootPath : rootPath + "/" + relative
         guard let dir = fdopendir(fd) else {
             let code = errno
@@ -73,6 +146,11 @@ struct DirectoryWalker {
             if type == UInt8(DT_REG) {
                 visit(prefix + name, status)
             } else if type == UInt8(DT_DIR) {
+                if let subfolder {
+                    // Opened (without following a link) by whoever walks it.
+                    subfolder(prefix + name)
+                    continue
+                }
                 let child = FileName.withCString(name) { openat(folderFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
                 if child < 0 {
                     let code = errno

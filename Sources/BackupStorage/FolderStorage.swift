@@ -135,10 +135,12 @@ public struct FolderStorage: RemoteStorage {
                 name.hasPrefix(Self.temporaryFilePrefix)
                     || (folder.isEmpty && (name == Self.volumeIdFileName || name == VersionStore.folder))
             }
-            var files = RemoteFileList()
-            try walker.walk(rootFD) { path, status in
+            // On both cores: a listing is a stat of every file, as long as the tree is large.
+            let found = try walker.walk(rootFD, workers: Self.listingWorkers, empty: { RemoteFileList() }) { files, path, status in
                 files.append(RemoteFile(path: path, size: Int64(status.st_size), remoteId: Self.remoteId(status)))
             }
+            guard var files = found.first else { return RemoteFileList() }
+            for more in found.dropFirst() { files.append(contentsOf: more) }
             return files
         }
     }
@@ -803,11 +805,17 @@ public struct FolderStorage: RemoteStorage {
 
     // MARK: Writing
 
+    /// How many threads list the tree.
+    static let listingWorkers = 2
+
+    /// Whether this process runs as root (asked once, not once a file).
+    static let runsAsRoot = geteuid() == 0
+
     /// Gives the temporary `fd` the source's owner (as root), permission bits and times, in
     /// that order: a chown after the chmod would clear setuid and setgid, and the times go
     /// last. A refusal by the filesystem is ignored (see `writeFile`); other errors throw.
     static func applyMetadata(of source: stat, to fd: Int32, displayPath: String) throws {
-        let root = geteuid() == 0
+        let root = runsAsRoot
         if root && fchown(fd, source.st_uid, source.st_gid) != 0 {
             let code = errno
             // EINVAL: an id this user namespace does not map.
