@@ -44,6 +44,12 @@ public struct RemoteFileList: RandomAccessCollection, Sendable, Equatable, Expre
         records.reserveCapacity(files)
     }
 
+    /// Removes every file (keeping the storage for more, if asked).
+    public mutating func removeAll(keepingCapacity: Bool = false) {
+        bytes.removeAll(keepingCapacity: keepingCapacity)
+        records.removeAll(keepingCapacity: keepingCapacity)
+    }
+
     public mutating func append(_ file: RemoteFile) {
         var path = file.path
         path.withUTF8 { path in

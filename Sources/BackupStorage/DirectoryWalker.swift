@@ -35,56 +35,68 @@ struct DirectoryWalker {
 
     /// Like `walk`, on `workers` threads: the top of the tree is listed here, breadth first,
     /// until there are enough folders to share out (or nothing more to list), then each worker
-    /// walks whole folders, taking the next one not yet taken. The files each worker finds go
-    /// into its own `Found` (those of the top into the first), so `visit` needs no lock.
-    /// Returns them all; within a folder files come in directory order, and nothing is said
-    /// of the order between folders (as in `walk`).
-    func walk<Found: Sendable>(
-        _ rootFD: Int32, workers: Int, empty: @Sendable () -> Found, visit: @Sendable (inout Found, String, stat) -> Void
-    ) throws -> [Found] {
+    /// walks whole folders, taking the next one not yet taken. Each thread visits into its own
+    /// `Found` (so `visit` needs no lock) and hands it to `flush` every `flushEvery` files and
+    /// when it is done, to be taken and emptied: what is found is never held twice over.
+    /// Within a folder files come in directory order; nothing is said of the order between
+    /// folders (as in `walk`).
+    func walk<Found>(
+        _ rootFD: Int32, workers: Int, flushEvery: Int = 4096, empty: @Sendable () -> Found,
+        visit: @Sendable (inout Found, String, stat) -> Void, flush: @Sendable (inout Found) -> Void
+    ) throws {
         var top = empty()
+        var topCount = 0
+        func visitTop(_ path: String, _ status: stat) {
+            visit(&top, path, status)
+            topCount += 1
+            if topCount % flushEvery == 0 { flush(&top) }
+        }
         let fd = openat(rootFD, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             throw SystemCallFailure(code: errno, operation: "listing", path: rootPath)
         }
         var folders: [String] = []
-        try walkFolder(fd, relative: "", visit: { visit(&top, $0, $1) }, subfolder: { folders.append($0) })
+        try walkFolder(fd, relative: "", visit: visitTop, subfolder: { folders.append($0) })
         // Breadth first while there are too few to share: a tree under one folder is split too.
         var next = 0
         while workers > 1, folders.count - next < workers * 4, next < folders.count, next < 256 {
             let relative = folders[next]
             next += 1
             guard let fd = try openFolder(relative, under: rootFD) else { continue }
-            try walkFolder(fd, relative: relative, visit: { visit(&top, $0, $1) }, subfolder: { folders.append($0) })
+            try walkFolder(fd, relative: relative, visit: visitTop, subfolder: { folders.append($0) })
         }
         let shared = Array(folders[next...])
         if workers <= 1 || shared.count <= 1 {
             for relative in shared {
                 guard let fd = try openFolder(relative, under: rootFD) else { continue }
-                try walkFolder(fd, relative: relative, visit: { visit(&top, $0, $1) }, subfolder: nil)
+                try walkFolder(fd, relative: relative, visit: visitTop, subfolder: nil)
             }
-            return [top]
+            flush(&top)
+            return
         }
+        flush(&top)
         let taken = Atomic<Int>(0)
-        let found = Mutex<[Found]>([top])
         let failure = Mutex<(any Error)?>(nil)
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             var mine = empty()
+            var count = 0
             do {
                 while failure.withLock({ $0 == nil }) {
                     let index = taken.add(1, ordering: .relaxed).oldValue
                     guard index < shared.count else { break }
                     guard let fd = try openFolder(shared[index], under: rootFD) else { continue }
-                    try walkFolder(fd, relative: shared[index], visit: { visit(&mine, $0, $1) }, subfolder: nil)
+                    try walkFolder(fd, relative: shared[index], visit: { path, status in
+                        visit(&mine, path, status)
+                        count += 1
+                        if count % flushEvery == 0 { flush(&mine) }
+                    }, subfolder: nil)
                 }
             } catch {
                 failure.withLock { $0 = $0 ?? error }
             }
-            let result = mine
-            found.withLock { $0.append(result) }
+            flush(&mine)
         }
         if let error = failure.withLock({ $0 }) { throw error }
-        return found.withLock { $0 }
     }
 
     /// The folder at `relative` under `rootFD`, opened a part at a time without following a

@@ -136,12 +136,15 @@ public struct FolderStorage: RemoteStorage {
                     || (folder.isEmpty && (name == Self.volumeIdFileName || name == VersionStore.folder))
             }
             // On both cores: a listing is a stat of every file, as long as the tree is large.
-            let found = try walker.walk(rootFD, workers: Self.listingWorkers, empty: { RemoteFileList() }) { files, path, status in
+            // Each thread's files join the one list a few thousand at a time.
+            let listed = Mutex(RemoteFileList())
+            try walker.walk(rootFD, workers: Self.listingWorkers, empty: { RemoteFileList() }, visit: { files, path, status in
                 files.append(RemoteFile(path: path, size: Int64(status.st_size), remoteId: Self.remoteId(status)))
-            }
-            guard var files = found.first else { return RemoteFileList() }
-            for more in found.dropFirst() { files.append(contentsOf: more) }
-            return files
+            }, flush: { files in
+                listed.withLock { $0.append(contentsOf: files) }
+                files.removeAll(keepingCapacity: true)
+            })
+            return listed.withLock { $0 }
         }
     }
 

@@ -6,6 +6,7 @@ import BackupEngine
 @testable import BackupStorage
 import BackupTestSupport
 import Foundation
+import Synchronization
 import XCTest
 
 final class DirectoryWalkerTests: XCTestCase {
@@ -49,11 +50,16 @@ final class DirectoryWalkerTests: XCTestCase {
             XCTAssertEqual(Set(single), expected)
             XCTAssertEqual(single.count, expected.count)
             for workers in [1, 2, 3] {
-                let found = try walker.walk(rootFD, workers: workers, empty: { [String]() }) { paths, path, status in
+                let taken = Mutex<[String]>([])
+                try walker.walk(rootFD, workers: workers, flushEvery: 5, empty: { [String]() }, visit: { paths, path, status in
                     XCTAssertEqual(status.st_mode & S_IFMT, S_IFREG, path)
                     paths.append(path)
-                }
-                let all = found.flatMap { $0 }
+                }, flush: { paths in
+                    XCTAssertLessThanOrEqual(paths.count, 5, "a thread held more than it hands over at a time")
+                    taken.withLock { $0.append(contentsOf: paths) }
+                    paths.removeAll()
+                })
+                let all = taken.withLock { $0 }
                 XCTAssertEqual(all.count, expected.count, "\(workers) workers, \(topFolders) folders: a file was listed twice or not at all")
                 XCTAssertEqual(Set(all), expected, "\(workers) workers, \(topFolders) folders")
             }
@@ -69,7 +75,7 @@ final class DirectoryWalkerTests: XCTestCase {
         defer { chmod(root + "/only/t5", 0o755) }
         let rootFD = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { close(rootFD) }
-        XCTAssertThrowsError(try DirectoryWalker(rootPath: root) { _, _ in false }.walk(rootFD, workers: 2, empty: { 0 }) { count, _, _ in count += 1 }) { error in
+        XCTAssertThrowsError(try DirectoryWalker(rootPath: root) { _, _ in false }.walk(rootFD, workers: 2, empty: { 0 }, visit: { count, _, _ in count += 1 }, flush: { _ in })) { error in
             XCTAssertTrue(String(describing: error).contains("only/t5"), "\(error)")
         }
     }
