@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "BackupStorage", dependencies: ["BackupEngine", "CCurl", "CCrypto", "CSodium", "CSSH2"]),
 
         // MARK: The local side: scanning, the marker codec, patterns, restore placement
-        .target(name: "BackupTree", dependencies: ["BackupEngine", "CCrypto", "CZlib"]),
+        .target(name: "BackupTree", dependencies: ["BackupEngine", "CCrypto", "CLinux", "CZlib"]),
 
         // MARK: Profiles, config, locks and the jobs every front end runs
         .target(name: "BackupApp", dependencies: ["BackupEngine", "BackupStorage", "BackupTree"]),

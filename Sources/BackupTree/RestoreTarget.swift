@@ -3,6 +3,7 @@
 // the target without following links, so nothing is ever written outside it.
 
 import BackupEngine
+import CLinux
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -43,6 +44,17 @@ public struct RestoreTarget: RestoreStaging {
     public let treeNotes = TreeRestoreNotes()
     /// The staging folder the last download went into, open (shared by copies).
     private let lastStagingFolder = FolderCache()
+    /// What a file made in the staging folder gets, as `prepare` found it (shared by copies).
+    private let staging = StagingFacts()
+
+    /// What every file made in the staging folder certainly gets from it and from this
+    /// process: its owner, its group (the folder's when it is setgid), and its mode less the
+    /// umask. Unknown (nil, and every step is then taken) where a default ACL decides modes.
+    struct NewFiles: Equatable {
+        var uid: uid_t
+        var gid: gid_t
+        var umask: mode_t
+    }
 
     public init(root: String) {
         var trimmed = Substring(root)
@@ -76,6 +88,7 @@ public struct RestoreTarget: RestoreStaging {
     /// stopped run left in the staging folder removed.
     public func prepare() throws {
         lastStagingFolder.forget()
+        staging.value.withLock { $0 = nil }
         try createFolder()
         // A stopped run's temporaries are garbage: no record names them.
         guard let rootFD = try? openRoot() else { return }
@@ -87,9 +100,15 @@ public struct RestoreTarget: RestoreStaging {
         guard fd >= 0 else { return }
         defer { close(fd) }
         var info = stat()
-        if fstat(fd, &info) == 0, info.st_uid != geteuid() {
+        guard fstat(fd, &info) == 0 else { return }
+        if info.st_uid != geteuid() {
             throw LocalFileError(path: stagingRoot, message: "\(stagingRoot) belongs to another user (uid \(info.st_uid)); "
                 + "a restore stages its downloads only in a folder of its own: remove it, or restore into another folder")
+        }
+        // The folders made in it (0700, this user's) get its setgid bit and default ACL.
+        if let umask = Self.processUmask(), !Self.hasDefaultACL(fd) {
+            let gid = info.st_mode & S_ISGID != 0 ? info.st_gid : getegid()
+            staging.value.withLock { $0 = NewFiles(uid: geteuid(), gid: gid, umask: umask) }
         }
         Self.removeTree(fd, only: { $0.hasPrefix(Self.temporaryPrefix) })
     }
@@ -124,20 +143,50 @@ public struct RestoreTarget: RestoreStaging {
 
     // MARK: Staging
 
+    /// The mode to make `file`'s staged copy with, and what it then certainly is (nil: not
+    /// known, every step is taken). A mode the umask would not change, without setuid,
+    /// setgid or sticky, is given at once; any other is set afterwards (the copy is made 0600).
+    private func creation(for file: RestoreFile) -> (mode: mode_t, madeAs: MadeAs?) {
+        guard let newFiles = staging.value.withLock({ $0 }) else { return (0o600, nil) }
+        var mode: mode_t = 0o600
+        if let wanted = file.metadata?.mode, wanted & 0o7000 == 0, mode_t(wanted) & newFiles.umask == 0 {
+            mode = mode_t(wanted & 0o777)
+        }
+        return (mode, MadeAs(uid: newFiles.uid, gid: newFiles.gid, mode: mode & ~newFiles.umask))
+    }
+
+    /// The process's umask, read where reading it changes nothing (`umask(2)` would set it,
+    /// for a moment, for every thread); nil when /proc does not say.
+    static func processUmask() -> mode_t? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+              let value = UInt32(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8), value <= 0o777
+        else { return nil }
+        return mode_t(value)
+    }
+
+    /// Whether the folder `fd` has a default ACL (which, not the umask, decides new files'
+    /// modes); true when it cannot be told.
+    static func hasDefaultACL(_ fd: Int32) -> Bool {
+        if fgetxattr(fd, "system.posix_acl_default", nil, 0) >= 0 { return true }
+        return !(errno == ENODATA || errno == EOPNOTSUPP || errno == ENOTSUP)
+    }
+
     public func create(for file: RestoreFile) throws -> StagedWrite {
         let parts = try Self.parts(file.placePath)
+        let mode = creation(for: file).mode
         // Downloads come in path order, so most go into the folder the one before went into:
         // it is walked to (and made) once, not once per file.
         // A kept folder removed meanwhile (ENOENT) is forgotten and walked to again, once.
         for attempt in 0..<2 {
             let folder = try stagingFolder(for: parts, file)
-            if let fd = UnnamedFile.create(in: folder.fd, access: O_RDWR, mode: 0o600) {
+            if let fd = UnnamedFile.create(in: folder.fd, access: O_RDWR, mode: mode) {
                 return StagedWrite(fd: fd, folder: folder, temporaryName: nil)
             }
             var code: Int32 = 0
             for _ in 0..<8 {
                 let name = Self.temporaryName()
-                let fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                let fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
                 if fd >= 0 { return StagedWrite(fd: fd, folder: folder, temporaryName: name) }
                 code = errno
                 if code != EEXIST { break }
@@ -173,7 +222,7 @@ public struct RestoreTarget: RestoreStaging {
         // The recorded mode, times and owner go on the very descriptor that wrote the bytes:
         // nothing planted in the staging folder meanwhile can receive them, and placing is
         // then a rename alone.
-        if let metadata = file.metadata, let code = MetadataSetter(notes: treeNotes).apply(metadata, to: write.fd) {
+        if let metadata = file.metadata, let code = MetadataSetter(notes: treeNotes).apply(metadata, to: write.fd, madeAs: creation(for: file).madeAs) {
             treeNotes.add("the mode, times or owner of \(finalPath(for: file.placePath)) could not be set: \(String(cString: strerror(code)))")
         }
         guard let temporaryName = write.temporaryName else {
@@ -231,6 +280,7 @@ public struct RestoreTarget: RestoreStaging {
     /// Removes the staging folder and everything in it (without following a link).
     public func finish() {
         lastStagingFolder.forget()
+        staging.value.withLock { $0 = nil }
         guard let rootFD = try? openRoot() else { return }
         defer { close(rootFD) }
         let fd = Self.stagingName.withCString { openat(rootFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
@@ -490,6 +540,11 @@ public struct RestoreTarget: RestoreStaging {
         guard fd >= 0 else { throw LocalFileError(errno: errno, reading: root) }
         return fd
     }
+}
+
+/// What `RestoreTarget.prepare` found of the staging folder, shared by copies of the target.
+final class StagingFacts: Sendable {
+    let value = Mutex<RestoreTarget.NewFiles?>(nil)
 }
 
 /// One open folder and the path parts it was reached by, kept between calls from any thread.

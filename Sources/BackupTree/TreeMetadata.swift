@@ -37,6 +37,13 @@ public final class TreeRestoreNotes: Sendable {
     }
 }
 
+/// The owner, group and permission bits a file certainly has when it is made.
+struct MadeAs: Equatable {
+    var uid: uid_t
+    var gid: gid_t
+    var mode: mode_t
+}
+
 /// Sets modes, times and owners as the restore's user may.
 struct MetadataSetter {
     /// Whether this process runs as root, asked once (a restore sets a file's owner only then).
@@ -97,14 +104,18 @@ struct MetadataSetter {
     /// Sets `metadata` on the open file or folder `fd`: owner first (chown clears setuid
     /// bits), then mode, then times; each step is tried whatever the others did (a file
     /// system without owners still keeps times). Returns the errno of the first that failed.
+    ///
+    /// With `madeAs`, what a new file certainly got when it was made (its owner, group and
+    /// mode), a step that would set what it already has is left out.
     @discardableResult
-    func apply(_ metadata: EntryMetadata, to fd: Int32) -> Int32? {
+    func apply(_ metadata: EntryMetadata, to fd: Int32, madeAs: MadeAs? = nil) -> Int32? {
         var failure: Int32?
         if asRoot {
             let (uid, gid) = owner(metadata)
-            if fchown(fd, uid, gid) != 0 { failure = failure ?? errno }
+            if madeAs.map({ $0.uid != uid || $0.gid != gid }) ?? true, fchown(fd, uid, gid) != 0 { failure = failure ?? errno }
         }
-        if fchmod(fd, mode(metadata)) != 0 { failure = failure ?? errno }
+        let mode = mode(metadata)
+        if madeAs.map({ $0.mode != mode }) ?? true, fchmod(fd, mode) != 0 { failure = failure ?? errno }
         let times = modificationTimes(nanoseconds: metadata.mtimeNanoseconds)
         if futimens(fd, times) != 0 { failure = failure ?? errno }
         return failure

@@ -1,5 +1,6 @@
 // Linux system calls glibc 2.36 (Debian 12) has no wrapper for, as inline functions: the
-// Glibc module does not export syscall(2), which is variadic and so not callable from Swift.
+// Glibc module does not export syscall(2), which is variadic and so not callable from Swift;
+// and the extended-attribute calls the Glibc module leaves out (sys/xattr.h).
 #ifdef __linux__
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -8,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /// openat2(2) with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS (and no magic links): `path`

@@ -117,4 +117,65 @@ final class StagingFolderReuseTests: XCTestCase {
         XCTAssertEqual(open.folder.fd, open.folderFD)
         XCTAssertGreaterThanOrEqual(fcntl(open.folderFD, F_GETFD), 0, "the folder was closed while a write still held it")
     }
+
+    // MARK: Modes and owners given at creation
+
+    private func stagedStatus(_ target: RestoreTarget, _ file: RestoreFile) throws -> stat {
+        try stage(target, file, "x")
+        var info = stat()
+        XCTAssertEqual(lstat(target.stagingRoot + "/" + file.placePath, &info), 0)
+        return info
+    }
+
+    /// A staged copy ends with the recorded mode and owner whether they were given when it was
+    /// made (a mode the umask keeps, the owner this process makes files with) or set after.
+    func testAStagedCopyGetsItsModeAndOwnerWhateverTheUmask() throws {
+        let asRoot = geteuid() == 0
+        // 0277 takes the owner's write bit from a 0600 copy too (root alone can still write
+        // into the folders it then makes).
+        for mask: mode_t in [0o022, 0o077, 0o002, 0] + (asRoot ? [0o277] : []) {
+            let old = umask(mask)
+            defer { umask(old) }
+            let dir = try TempDir("staging-modes")
+            let target = RestoreTarget(root: dir.path("target"))
+            try target.prepare()
+            for (index, mode) in [0o644, 0o600, 0o640, 0o755, 0o444, 0o000, 0o666, 0o777, 0o4755, 0o2750, 0o1777].enumerated() {
+                for (uid, gid) in [(geteuid(), getegid()), (1234, 5678), (geteuid(), 5678)] {
+                    let metadata = EntryMetadata(mode: UInt32(mode), mtimeNanoseconds: 1_000_000_123, uid: UInt32(uid), gid: UInt32(gid), user: nil, group: nil)
+                    let file = RestoreFile(remotePath: "d/f\(index)-\(uid)-\(gid)", metadata: metadata)
+                    let info = try stagedStatus(target, file)
+                    let expected = asRoot ? mode : mode & 0o777
+                    XCTAssertEqual(Int(info.st_mode & 0o7777), expected, String(format: "mode %o under umask %o", mode, mask))
+                    if asRoot {
+                        XCTAssertEqual(info.st_uid, uid_t(uid), "owner of \(file.placePath) under umask \(mask)")
+                        XCTAssertEqual(info.st_gid, gid_t(gid), "group of \(file.placePath) under umask \(mask)")
+                    }
+                    XCTAssertEqual(info.st_mtim.tv_sec, 1)
+                    XCTAssertEqual(info.st_mtim.tv_nsec, 123)
+                }
+            }
+        }
+    }
+
+    /// In a target whose folder is setgid, new files take its group: a copy whose recorded
+    /// group is another is still given that one.
+    func testAStagedCopyInASetgidTargetGetsItsRecordedGroup() throws {
+        guard geteuid() == 0 else { throw XCTSkip("only root gives a folder a group it is not in") }
+        let dir = try TempDir("staging-modes")
+        let root = dir.path("target")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        XCTAssertEqual(chown(root, 0, 4321), 0)
+        XCTAssertEqual(chmod(root, 0o2775), 0)
+        let target = RestoreTarget(root: root)
+        try target.prepare()
+        var staging = stat()
+        XCTAssertEqual(stat(target.stagingRoot, &staging), 0)
+        XCTAssertEqual(staging.st_gid, 4321, "the staging folder did not take the setgid folder's group")
+        for gid: UInt32 in [0, 4321, 99] {
+            let metadata = EntryMetadata(mode: 0o644, mtimeNanoseconds: 5, uid: 0, gid: gid, user: nil, group: nil)
+            let info = try stagedStatus(target, RestoreFile(remotePath: "d/g\(gid)", metadata: metadata))
+            XCTAssertEqual(info.st_gid, gid_t(gid))
+            XCTAssertEqual(info.st_mode & 0o7777, 0o644)
+        }
+    }
 }
