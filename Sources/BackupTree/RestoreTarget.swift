@@ -146,6 +146,7 @@ public struct RestoreTarget: RestoreStaging {
     /// The mode to make `file`'s staged copy with, and what it then certainly is (nil: not
     /// known, every step is taken). A mode the umask would not change, without setuid,
     /// setgid or sticky, is given at once; any other is set afterwards (the copy is made 0600).
+    /// `prepare` and `finish` bracket a run, so a file's `create` and `keep` get one answer.
     private func creation(for file: RestoreFile) -> (mode: mode_t, madeAs: MadeAs?) {
         guard let newFiles = staging.value.withLock({ $0 }) else { return (0o600, nil) }
         var mode: mode_t = 0o600
