@@ -169,7 +169,7 @@ public struct RestoreTarget: RestoreStaging {
     /// Whether the folder `fd` has a default ACL (which, not the umask, decides new files'
     /// modes); true when it cannot be told.
     static func hasDefaultACL(_ fd: Int32) -> Bool {
-        if fgetxattr(fd, "system.posix_acl_default", nil, 0) >= 0 { return true }
+        if backup_fgetxattr_size(fd, "system.posix_acl_default") >= 0 { return true }
         return !(errno == ENODATA || errno == EOPNOTSUPP || errno == ENOTSUP)
     }
 

@@ -1,6 +1,6 @@
 // Linux system calls glibc 2.36 (Debian 12) has no wrapper for, as inline functions: the
 // Glibc module does not export syscall(2), which is variadic and so not callable from Swift;
-// and the extended-attribute calls the Glibc module leaves out (sys/xattr.h).
+// and fgetxattr(2), whose header (sys/xattr.h) clashes with the Glibc module's types.
 #ifdef __linux__
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 /// openat2(2) with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS (and no magic links): `path`
@@ -26,5 +25,16 @@ static inline int backup_open_beneath(int dirfd, const char *path, int flags, un
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+/// fgetxattr(2) asked only for the size of the attribute `name` of `fd`: the size, or -1 with
+/// errno (ENODATA: the file has no such attribute).
+static inline long backup_fgetxattr_size(int fd, const char *name) {
+    return syscall(SYS_fgetxattr, fd, name, (void *)0, (unsigned long)0);
+}
+
+/// fsetxattr(2) (the tests give a folder a default ACL with it).
+static inline int backup_fsetxattr(int fd, const char *name, const void *value, unsigned long size, int flags) {
+    return (int)syscall(SYS_fsetxattr, fd, name, value, size, flags);
 }
 #endif

@@ -5,6 +5,7 @@
 import BackupEngine
 import BackupTestSupport
 @testable import BackupTree
+import CLinux
 import Foundation
 import XCTest
 
@@ -176,6 +177,35 @@ final class StagingFolderReuseTests: XCTestCase {
             let info = try stagedStatus(target, RestoreFile(remotePath: "d/g\(gid)", metadata: metadata))
             XCTAssertEqual(info.st_gid, gid_t(gid))
             XCTAssertEqual(info.st_mode & 0o7777, 0o644)
+        }
+    }
+
+    /// Where a default ACL, not the umask, decides new files' modes, no mode is taken for
+    /// granted: each staged copy is given its own.
+    func testAStagedCopyUnderADefaultACLGetsItsRecordedMode() throws {
+        let dir = try TempDir("staging-modes")
+        let root = dir.path("target")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        XCTAssertFalse(RestoreTarget.hasDefaultACL(fd))
+        // Version 2; the owner rwx, the group and others nothing (tag, permissions, id).
+        var acl: [UInt8] = [2, 0, 0, 0]
+        for (tag, permissions) in [(0x01, 7), (0x04, 0), (0x20, 0)] as [(UInt16, UInt16)] {
+            acl += withUnsafeBytes(of: tag.littleEndian, Array.init) + withUnsafeBytes(of: permissions.littleEndian, Array.init)
+            acl += withUnsafeBytes(of: UInt32.max.littleEndian, Array.init)
+        }
+        guard acl.withUnsafeBytes({ backup_fsetxattr(fd, "system.posix_acl_default", $0.baseAddress, UInt($0.count), 0) }) == 0 else {
+            throw XCTSkip("this file system keeps no ACLs (\(String(cString: strerror(errno))))")
+        }
+        XCTAssertTrue(RestoreTarget.hasDefaultACL(fd))
+        let target = RestoreTarget(root: root)
+        try target.prepare()
+        for mode in [0o644, 0o755, 0o600] {
+            let metadata = EntryMetadata(mode: UInt32(mode), mtimeNanoseconds: 7, uid: geteuid(), gid: getegid(), user: nil, group: nil)
+            let info = try stagedStatus(target, RestoreFile(remotePath: "d/m\(mode)", metadata: metadata))
+            XCTAssertEqual(Int(info.st_mode & 0o7777), mode, String(format: "mode %o under a default ACL", mode))
         }
     }
 }
