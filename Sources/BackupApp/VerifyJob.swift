@@ -237,10 +237,11 @@ extension BackupApp {
                             return (index, VerifyFinding(path: file.path, kind: .missing, message: "\(file.path) was listed, but cannot be read: \(error.message)"))
                         }
                         guard let want = file.hash else { return (index, nil) }
-                        guard lseek(fd, 0, SEEK_SET) == 0 else { throw AppError(.failure, "cannot read back the temporary file") }
-                        let got = try SHA256Hasher.hexOfOpenFile(fd, displayPath: "the downloaded copy of \(file.path)")
-                        return (index, SHA256Digest(hex: got) == want ? nil : VerifyFinding(path: file.path, kind: .hashMismatch,
-                            message: "\(file.path) does not hold the bytes the backup's marker names (SHA-256 \(got), not \(want.hex))"))
+                        // Read back from its first byte in one pass (pread: the offset stays), as a restore checks a download.
+                        let (got, _) = try SHA256Hasher.digestAndSize(
+                            ofOpenFile: fd, expectedSize: file.size, displayPath: "the downloaded copy of \(file.path)")
+                        return (index, got == want ? nil : VerifyFinding(path: file.path, kind: .hashMismatch,
+                            message: "\(file.path) does not hold the bytes the backup's marker names (SHA-256 \(got.hex), not \(want.hex))"))
                     }
                 }
                 guard let (index, finding) = try await group.next() else { break }
