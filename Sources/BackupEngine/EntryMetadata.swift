@@ -2,6 +2,16 @@
 // bits, modification time, owner, and a link's target. The scan reads it, the state records
 // it per uploaded entry, the marker carries it (format 3), and restore applies it.
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whether this process runs as root, asked once: only root gives an owner (a restore's
+/// files, a folder remote's copies) or keeps setuid, setgid and sticky bits.
+public enum ThisProcess {
+    public static let runsAsRoot = geteuid() == 0
+}
+
 /// The type of an entry of the tree.
 public enum EntryKind: Sendable, Equatable, Hashable, Codable {
     /// A regular file; its content is on the remote.

@@ -65,19 +65,12 @@ struct DirectoryWalker {
             guard let fd = try openFolder(relative, under: rootFD) else { continue }
             try walkFolder(fd, relative: relative, visit: visitTop, subfolder: { folders.append($0) })
         }
-        let shared = Array(folders[next...])
-        if workers <= 1 || shared.count <= 1 {
-            for relative in shared {
-                guard let fd = try openFolder(relative, under: rootFD) else { continue }
-                try walkFolder(fd, relative: relative, visit: visitTop, subfolder: nil)
-            }
-            flush(&top)
-            return
-        }
         flush(&top)
+        let shared = Array(folders[next...])
         let taken = Atomic<Int>(0)
         let failure = Mutex<(any Error)?>(nil)
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+        // One iteration runs on this thread: a small tree, or one asked to be walked alone.
+        DispatchQueue.concurrentPerform(iterations: shared.count > 1 ? max(1, workers) : 1) { _ in
             var mine = empty()
             var count = 0
             do {

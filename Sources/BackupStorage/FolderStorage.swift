@@ -543,8 +543,7 @@ public struct FolderStorage: RemoteStorage {
                     failed.append(diskPath(parts))
                     continue
                 }
-                let asRoot = geteuid() == 0
-                if asRoot { _ = FileName.withCString(name) { fchownat(folderFD, $0, uid_t(entry.metadata.uid), gid_t(entry.metadata.gid), AT_SYMLINK_NOFOLLOW) } }
+                if ThisProcess.runsAsRoot { _ = FileName.withCString(name) { fchownat(folderFD, $0, uid_t(entry.metadata.uid), gid_t(entry.metadata.gid), AT_SYMLINK_NOFOLLOW) } }
                 let times = modificationTimes(nanoseconds: entry.metadata.mtimeNanoseconds)
                 _ = FileName.withCString(name) { utimensat(folderFD, $0, times, AT_SYMLINK_NOFOLLOW) }
             case .file, .hardLink:
@@ -811,14 +810,11 @@ public struct FolderStorage: RemoteStorage {
     /// How many threads list the tree.
     static let listingWorkers = 2
 
-    /// Whether this process runs as root (asked once, not once a file).
-    static let runsAsRoot = geteuid() == 0
-
     /// Gives the temporary `fd` the source's owner (as root), permission bits and times, in
     /// that order: a chown after the chmod would clear setuid and setgid, and the times go
     /// last. A refusal by the filesystem is ignored (see `writeFile`); other errors throw.
     static func applyMetadata(of source: stat, to fd: Int32, displayPath: String) throws {
-        let root = runsAsRoot
+        let root = ThisProcess.runsAsRoot
         if root && fchown(fd, source.st_uid, source.st_gid) != 0 {
             let code = errno
             // EINVAL: an id this user namespace does not map.

@@ -46,9 +46,8 @@ struct MadeAs: Equatable {
 
 /// Sets modes, times and owners as the restore's user may.
 struct MetadataSetter {
-    /// Whether this process runs as root, asked once (a restore sets a file's owner only then).
-    static let runsAsRoot = geteuid() == 0
-    let asRoot = MetadataSetter.runsAsRoot
+    /// A restore sets a file's owner only as root.
+    let asRoot = ThisProcess.runsAsRoot
     let notes: TreeRestoreNotes
 
     /// The uid and gid to give `metadata` here: by name when the name exists, else the numbers.
