@@ -227,17 +227,29 @@ struct ObservedStorage: ForwardingStorage {
     }
 
     func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile {
+        try await metered(path, from: localPath, onBytes: onBytes) { try await base.writeFile(path, from: localPath, onBytes: $0) }.file
+    }
+
+    func writeFileHashing(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> SentFile {
+        try await metered(path, from: localPath, onBytes: onBytes) { try await base.writeFileHashing(path, from: localPath, onBytes: $0) }
+    }
+
+    /// One upload of the local file at `localPath`, told to the meter as it goes.
+    private func metered<T: Sendable & HasRemoteFile>(
+        _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void,
+        _ send: (_ onBytes: @escaping @Sendable (Int64) -> Void) async throws -> T
+    ) async throws -> T {
         var info = stat()
         let size = FileName.withCString(localPath) { stat($0, &info) } == 0 ? Int64(info.st_size) : nil
         let id = meter.started(path, size: size)
         let meter = self.meter
         do {
-            let file = try await base.writeFile(path, from: localPath) { sent in
-                meter.moved(id, bytes: sent)
-                onBytes(sent)
+            let sent = try await send { bytes in
+                meter.moved(id, bytes: bytes)
+                onBytes(bytes)
             }
-            meter.ended(id, bytes: file.size)
-            return file
+            meter.ended(id, bytes: sent.file.size)
+            return sent
         } catch {
             meter.ended(id, bytes: nil)
             throw error
@@ -314,6 +326,9 @@ extension ForwardingStorage {
     func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile {
         try await base.writeFile(path, from: localPath, onBytes: onBytes)
     }
+    func writeFileHashing(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> SentFile {
+        try await base.writeFileHashing(path, from: localPath, onBytes: onBytes)
+    }
     func readBytes(_ path: String) async throws -> Data { try await base.readBytes(path) }
     func downloadFile(
         _ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void
@@ -337,3 +352,14 @@ extension ForwardingStorage {
     func listFolder(_ folder: String) async throws -> RemoteFileList { try await base.listFolder(folder) }
     func deleteFolder(_ folder: String) async throws { try await base.deleteFolder(folder) }
 }
+
+/// What an upload returns, for the meter to read the landed size of.
+protocol HasRemoteFile {
+    var file: RemoteFile { get }
+}
+
+extension RemoteFile: HasRemoteFile {
+    var file: RemoteFile { self }
+}
+
+extension SentFile: HasRemoteFile {}

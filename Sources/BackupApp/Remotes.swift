@@ -140,6 +140,9 @@ struct NoAccountStorage: RemoteStorage {
     func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile {
         throw error
     }
+    func writeFileHashing(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> SentFile {
+        throw error
+    }
     func readBytes(_ path: String) async throws -> Data { throw error }
     func downloadFile(_ path: String, into fd: Int32, expectedSize: Int64?, onBytes: @escaping @Sendable (Int64) -> Void) async throws {
         throw error

@@ -149,6 +149,9 @@ extension BackupApp {
             events(.phase("scanning"))
             var options = ScanOptions(excludes: patterns.excludes, sizeCompared: patterns.sizeCompared)
             options.counter = counter
+            // A first sync reads each file once: where no recorded hash could find a file
+            // unchanged, the scan leaves a new file's hash to its upload, which reads it anyway.
+            options.hashNewFilesOnUpload = try !request.dryRun && state.holdsNoHashes()
             let scanner = TreeScanner(root: profile.source, options: options)
             // The running counts, told ten times a second while the scan runs on this thread.
             let ticker = Task.detached {
@@ -267,6 +270,8 @@ extension BackupApp {
                 isEmpty: scan.isEmpty, allowShrink: request.allowShrink, keep: keep,
                 allowMissingRemote: request.allowMissingRemote, writer: writer)
             snapshot.localRoot = scan.localRoot
+            let learnt = LearntFingerprints(state: state, entries: entries)
+            snapshot.hashLearnt = { entry, fingerprint in learnt.add(entry, fingerprint) }
             snapshot.treeDigest = Self.treeDigest(tree, hardLinks: hardLinks)
             snapshot.tree = tree
             snapshot.treeRemoved = { (try? unseenTree())?.gone ?? [] }
@@ -296,15 +301,24 @@ extension BackupApp {
             let progress = meter.progress { (steps: (done: Int, total: Int), reading) in
                 events(.syncProgress(done: steps.done, total: steps.total, transfer: reading))
             }
-            let outcome = try await engine.sync(snapshot, onProgress: { done, total in progress((done, total)) }, onStage: { stage in
-                switch stage {
-                case .uploading(_, let bytes), .writingMarker(let bytes): meter.expect(bytes)
-                case .deleting, .updatingMetadata: break
-                }
-                events(.syncStage(stage))
-            })
+            let outcome: SyncOutcome
+            do {
+                outcome = try await engine.sync(snapshot, onProgress: { done, total in progress((done, total)) }, onStage: { stage in
+                    switch stage {
+                    case .uploading(_, let bytes), .writingMarker(let bytes): meter.expect(bytes)
+                    case .deleting, .updatingMetadata: break
+                    }
+                    events(.syncStage(stage))
+                })
+            } catch {
+                try? learnt.flush()
+                throw error
+            }
+            try learnt.flush()
             switch outcome {
-            case .completed(let report), .failed(_, let report), .held(_, let report): summary.absent += report.kept
+            case .completed(let report), .failed(_, let report), .held(_, let report):
+                summary.absent += report.kept
+                summary.hashedFiles += report.hashedWhileSending
             case .unavailable: break
             }
             summary.result = .ran(outcome)
@@ -320,6 +334,42 @@ extension BackupApp {
             throw AppError(error.kind == .ignoreFileInvalid ? .usage : .failure, error.message)
         } catch {
             throw AppError.from(error)
+        }
+    }
+
+    /// The fingerprints of the files whose hash came from their upload, written to the state a
+    /// batch at a time as the uploads land (never all held: a first sync has one per file).
+    /// A file that changed between the scan and its upload is left out: its next scan reads it.
+    final class LearntFingerprints: Sendable {
+        let state: StateStore
+        let entries: SyncEntryList
+        private let pending = Mutex<[FingerprintUpdates.Item]>([])
+        static let batch = 4096
+
+        init(state: StateStore, entries: SyncEntryList) {
+            self.state = state
+            self.entries = entries
+        }
+
+        func add(_ entry: Int, _ fingerprint: Fingerprint) {
+            let scanned = entries.pathless(at: entry)
+            guard fingerprint.size == scanned.size, fingerprint.mtimeNanoseconds == scanned.metadata?.mtimeNanoseconds else { return }
+            pending.withLock { items in
+                items.append(FingerprintUpdates.Item(entry: entry, fingerprint: fingerprint))
+                // A batch that cannot be written is left to the next scan, which reads its files
+                // again; the state's failure is met (and thrown) by the engine's next write.
+                if items.count >= Self.batch { try? write(&items) }
+            }
+        }
+
+        /// Writes what is left.
+        func flush() throws {
+            try pending.withLock { items in try write(&items) }
+        }
+
+        private func write(_ items: inout [FingerprintUpdates.Item]) throws {
+            defer { items.removeAll(keepingCapacity: true) }
+            try state.updateFingerprints(FingerprintUpdates(entries: entries, items: items))
         }
     }
 

@@ -52,6 +52,11 @@ public protocol RemoteStorage: Sendable {
     /// Uploads the local file at `localPath` to `path`, replacing what was there. `onBytes`
     /// gets the bytes sent so far in this attempt, as they go (a retry starts again from 0).
     func writeFile(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> RemoteFile
+    /// `writeFile`, also telling the SHA-256 of the bytes it sent and the local file's size,
+    /// modification time and inode as it was opened: for a file whose hash is to come
+    /// (`SyncEntry.hashToCome`). A provider that hashes the bytes as it sends them reads the
+    /// file once; the default reads it to hash it, then sends it.
+    func writeFileHashing(_ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void) async throws -> SentFile
     /// Reads the whole file at `path`.
     func readBytes(_ path: String) async throws -> Data
     /// Writes the body of the file at `path` into `fd`, from offset 0.
@@ -119,6 +124,23 @@ public protocol RemoteStorage: Sendable {
     func deleteFolder(_ folder: String) async throws
 }
 
+/// What `writeFileHashing` sent.
+public struct SentFile: Sendable, Equatable {
+    /// The file as the remote holds it now.
+    public var file: RemoteFile
+    /// The local file as it was opened, with the SHA-256 of the bytes read from it: what the
+    /// fingerprint cache records, so the next scan does not read the file again.
+    public var fingerprint: Fingerprint
+
+    public init(file: RemoteFile, fingerprint: Fingerprint) {
+        self.file = file
+        self.fingerprint = fingerprint
+    }
+
+    /// The SHA-256 of the bytes sent.
+    public var digest: SHA256Digest { fingerprint.digest }
+}
+
 /// What a provider without server-side versions throws for them.
 public func versionsUnsupported(_ operation: String) -> CloudError {
     CloudError(.transport, "this remote cannot keep versions (\(operation)); set keep_versions = 0 in the profile")
@@ -167,6 +189,16 @@ extension RemoteStorage {
     public func writeFile(_ path: String, from localPath: String) async throws -> RemoteFile {
         try await writeFile(path, from: localPath, onBytes: { _ in })
     }
+    /// Hashes the local file (one pass, the file as opened), then sends it with `writeFile`:
+    /// a file changed between the two sends bytes the hash does not describe, the same window
+    /// a scan's hash has always had; a provider that hashes as it sends has none.
+    public func writeFileHashing(
+        _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws -> SentFile {
+        let fingerprint = try Fingerprint.ofLocalFile(localPath)
+        return SentFile(file: try await writeFile(path, from: localPath, onBytes: onBytes), fingerprint: fingerprint)
+    }
+
     /// `downloadFile(_:into:expectedSize:onBytes:)` without a size check or byte callback.
     public func downloadFile(_ path: String, into fd: Int32) async throws {
         try await downloadFile(path, into: fd, expectedSize: nil, onBytes: { _ in })

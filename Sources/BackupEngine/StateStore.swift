@@ -145,6 +145,26 @@ public struct Fingerprint: Sendable, Equatable {
     }
 }
 
+extension Fingerprint {
+    /// The local file at `path` read and hashed in one pass, with its size as read and its
+    /// modification time and inode as opened. Throws `LocalFileError` for a file that cannot
+    /// be opened or read, or is not a regular file (a FIFO is refused, never waited on).
+    public static func ofLocalFile(_ path: String) throws -> Fingerprint {
+        let fd = FileName.withCString(path) { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
+        guard fd >= 0 else { throw LocalFileError(errno: errno, reading: path) }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw LocalFileError(errno: errno, reading: path) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw LocalFileError(path: path, message: "cannot read the local file \(path): it is not a regular file")
+        }
+        let (digest, size) = try SHA256Hasher.digestAndSize(ofOpenFile: fd, expectedSize: Int64(status.st_size), displayPath: path)
+        return Fingerprint(
+            size: size, mtimeNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+            inode: UInt64(status.st_ino), digest: digest)
+    }
+}
+
 /// The persistent state of one profile's sync, shared by the engine and `backup hold`.
 public final class StateStore: Sendable {
     /// The newest format this build reads and writes (SQLite's user_version).
@@ -313,6 +333,18 @@ public final class StateStore: Sendable {
                 }
             }
             return totals
+        }
+    }
+
+    /// Whether no entry records a hash (there are none, or only files adopted from a listing),
+    /// the puts of a run in progress or killed included: then no file can be found unchanged
+    /// by its hash, and a scan may leave every new file's hash to its upload.
+    public func holdsNoHashes() throws -> Bool {
+        try withEntries { db in
+            if try othersJournal().contains(where: { $0.digest != nil }) { return false }
+            var found = false
+            try db.run("SELECT 1 FROM entries WHERE hash IS NOT NULL LIMIT 1") { _ in found = true }
+            return !found
         }
     }
 

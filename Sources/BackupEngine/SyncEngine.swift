@@ -3,6 +3,7 @@
 // through its outcome, its report and the progress callback.
 
 import Foundation
+import Synchronization
 
 /// Mirrors a local snapshot onto a remote, guarded so that a bad day never deletes a backup.
 public final class SyncEngine: Sendable {
@@ -67,7 +68,7 @@ public final class SyncEngine: Sendable {
     /// file (`StateStoreError`) and for cancellation (`CancellationError`), in both cases
     /// with every finished write already recorded.
     public func sync(
-        _ snapshot: SyncSnapshot, onProgress: SyncProgress = { _, _ in }, onStage: SyncStageHandler = { _ in }
+        _ snapshot: SyncSnapshot, onProgress: @escaping SyncProgress = { _, _ in }, onStage: SyncStageHandler = { _ in }
     ) async throws -> SyncOutcome {
         try await serial.withLock {
             var keeper: VersionKeeper?
@@ -78,7 +79,7 @@ public final class SyncEngine: Sendable {
     }
 
     private func runSync(
-        _ snapshot: SyncSnapshot, keeper: inout VersionKeeper?, onProgress: SyncProgress, onStage: SyncStageHandler
+        _ snapshot: SyncSnapshot, keeper: inout VersionKeeper?, onProgress: @escaping SyncProgress, onStage: SyncStageHandler
     ) async throws -> SyncOutcome {
         try Task.checkCancellation()
         // What a run killed mid-upload left in the state's put journal is part of the state.
@@ -161,7 +162,7 @@ public final class SyncEngine: Sendable {
 
         // Rule 7 with `transfers` uploads in flight: size-compared ones all finish before
         // the first hash-compared one starts; within each, uploads start in snapshot order.
-        let sizePhase = uploads.prefix { snapshot.entries.digest(at: $0) == nil }
+        let sizePhase = uploads.prefix { !snapshot.entries.isHashCompared(at: $0) }
         if !uploads.isEmpty {
             onStage(.uploading(files: uploads.count, bytes: uploads.reduce(0) { $0 + snapshot.entries.size(at: $1) }))
         }
@@ -457,8 +458,8 @@ public final class SyncEngine: Sendable {
 
         // Rule 7: size-compared first, each kind in snapshot order.
         uploadIndices.sort()
-        let uploads = uploadIndices.filter { snapshot.entries.digest(at: $0) == nil }
-            + uploadIndices.filter { snapshot.entries.digest(at: $0) != nil }
+        let uploads = uploadIndices.filter { !snapshot.entries.isHashCompared(at: $0) }
+            + uploadIndices.filter { snapshot.entries.isHashCompared(at: $0) }
 
         var refusal: UnavailableReason?
         // Beyond the contract, the remote-missing guard: a remote this profile completed a sync
@@ -642,7 +643,8 @@ public final class SyncEngine: Sendable {
             let entry = entries.pathless(at: index)
             if case .absent = entry.source { return }
             // Size-compared: the size, and the mtime recorded at upload where one is recorded.
-            let changed = entry.digest.map { match?.digest != $0 } ?? (match == nil || match?.size != entry.size
+            // A hash to come is learnt from the upload: the file is sent whatever the state holds.
+            let changed = entry.hashToCome || entry.digest.map { match?.digest != $0 } ?? (match == nil || match?.size != entry.size
                 || (entry.mtimeNanoseconds != nil && match?.mtimeNanoseconds != nil && match?.mtimeNanoseconds != entry.mtimeNanoseconds))
             if changed {
                 uploadIndices.append(index)
@@ -712,10 +714,15 @@ public final class SyncEngine: Sendable {
     /// lands (rule 7). Returns the outcome that ends the run early: a failed put, or a hold
     /// set meanwhile; uploads already in flight then finish and are recorded, so the state
     /// always matches what the remote holds. Cancellation is thrown the same way.
+    ///
+    /// `transfers` workers each take the next file in snapshot order, upload it and record it,
+    /// then take the next: no task and no hand-off between threads per file (on a folder remote,
+    /// whose writes never suspend, those were a third of the run's system calls). A worker
+    /// lets the others, and the progress output, have its thread every few files.
     private func uploadPhase(
         _ indices: ArraySlice<Int>, of snapshot: SyncSnapshot, replacing: Set<Int>, keeper: VersionKeeper?, report: inout SyncReport,
         done: inout Int,
-        total: Int, onProgress: SyncProgress
+        total: Int, onProgress: @escaping SyncProgress
     ) async throws -> SyncOutcome? {
         let root = snapshot.localRoot
         /// A replace whose old file could not be kept first: skipped.
@@ -723,101 +730,142 @@ public final class SyncEngine: Sendable {
         /// The old file was no longer at its path (moved into the versions, or gone since the
         /// listing) when the upload failed.
         struct MovedThenFailed: Error { let error: any Error }
-        return try await withThrowingTaskGroup(of: (SyncEntry, Result<RemoteFile, any Error>).self) { group in
-            var next = indices.startIndex
-            var inFlight = 0
+        /// What the workers share, under one lock: the next file to take and what the run did.
+        struct Shared {
+            var next: Int
             var stop: SyncOutcome?
             var cancelled = false
-            // Rule 8 across a kill: the state stops claiming a file's old bytes before its new
-            // ones start landing (a kill mid-upload leaves it unknown, adopted afresh next run),
-            // and gets them back if the local file could not be read after all.
-            var replaced: [String: StateEntry] = [:]
-            while true {
-                while stop == nil && !cancelled && inFlight < transfers && next < indices.endIndex {
-                    do {
-                        if let held = try checkBeforeWrite(report) {
-                            stop = held
-                            break
-                        }
-                    } catch is CancellationError {
-                        cancelled = true
-                        break
+            var report: SyncReport
+            var done: Int
+        }
+        /// The lock the workers share it under (a class: a Mutex cannot be captured by the tasks).
+        final class Run: Sendable {
+            let shared: Mutex<Shared>
+            init(_ shared: Shared) { self.shared = Mutex(shared) }
+        }
+        let phase = Run(Shared(next: indices.startIndex, report: report, done: done))
+        defer { phase.shared.withLock { (report, done) = ($0.report, $0.done) } }
+
+        /// The next file in snapshot order, and the state's entry it replaces (rule 8 across a
+        /// kill: the state stops claiming a file's old bytes before its new ones start landing,
+        /// so a kill mid-upload leaves it unknown, adopted afresh next run); nil once the run
+        /// stops (a hold, cancellation, a failed put) or every file is taken.
+        @Sendable func take() throws -> (index: Int, SyncEntry, previous: StateEntry?)? {
+            try phase.shared.withLock { run in
+                guard run.stop == nil, !run.cancelled, run.next < indices.endIndex else { return nil }
+                do {
+                    if let held = try checkBeforeWrite(run.report) {
+                        run.stop = held
+                        return nil
                     }
-                    let entry = snapshot.entries[indices[next]]
-                    let known = replacing.contains(indices[next])
-                    next += 1
-                    inFlight += 1
-                    let previous = known ? try state.take(entry.path) : nil
-                    if let previous { replaced[entry.path] = previous }
-                    group.addTask {
-                        // The file being replaced is kept first: one that cannot be is not replaced.
-                        var stillThere = true
-                        if let keeper, let previous {
-                            do {
-                                stillThere = try await keeper.keep(entry.path, size: previous.size, deleting: false)
-                            } catch {
-                                return (entry, .failure(NotKept(error: error)))
-                            }
-                        }
-                        do {
-                            return (entry, .success(try await self.upload(entry, root: root)))
-                        } catch {
-                            return (entry, .failure(stillThere ? error : MovedThenFailed(error: error)))
-                        }
-                    }
+                } catch is CancellationError {
+                    run.cancelled = true
+                    return nil
                 }
-                guard inFlight > 0, let (entry, answer) = try await group.next() else { break }
-                inFlight -= 1
-                var previous = replaced.removeValue(forKey: entry.path)
+                let index = indices[run.next]
+                run.next += 1
+                let entry = snapshot.entries[index]
+                return (index, entry, replacing.contains(index) ? try state.take(entry.path) : nil)
+            }
+        }
+
+        /// Keeps the file being replaced first (one that cannot be kept is not replaced), then uploads.
+        @Sendable func send(_ entry: SyncEntry, replacing previous: StateEntry?) async -> Result<Sent, any Error> {
+            var stillThere = true
+            if let keeper, let previous {
+                do {
+                    stillThere = try await keeper.keep(entry.path, size: previous.size, deleting: false)
+                } catch {
+                    return .failure(NotKept(error: error))
+                }
+            }
+            do {
+                return .success(try await self.upload(entry, root: root))
+            } catch {
+                return .failure(stillThere ? error : MovedThenFailed(error: error))
+            }
+        }
+
+        /// Records how one upload ended; a failure that ends the run sets `stop` (the first wins).
+        @Sendable func record(_ index: Int, _ entry: SyncEntry, _ answer: Result<Sent, any Error>, previous: StateEntry?) throws {
+            try phase.shared.withLock { run in
+                var previous = previous
                 var result = answer
                 if case .failure(let moved as MovedThenFailed) = result {
                     previous = nil  // the remote no longer holds the old file at its path: the state must not claim it
                     result = .failure(moved.error)
                 }
                 switch result {
-                case .success(let file):
+                case .success(let sent):
+                    let file = sent.file
+                    // A hash to come is the hash of the bytes the upload read and sent.
                     try state.put(StateEntry(
-                        path: entry.path, size: file.size, digest: entry.digest, remoteId: file.remoteId, mtimeNanoseconds: entry.mtimeNanoseconds,
-                        metadata: entry.metadata))
-                    report.uploaded.append(entry.path)
-                    report.uploadedBytes += file.size
+                        path: entry.path, size: file.size, digest: sent.fingerprint?.digest ?? entry.digest, remoteId: file.remoteId,
+                        mtimeNanoseconds: entry.mtimeNanoseconds, metadata: entry.metadata))
+                    if let fingerprint = sent.fingerprint {
+                        run.report.hashedWhileSending += 1
+                        snapshot.hashLearnt(index, fingerprint)
+                    }
+                    run.report.uploaded.append(entry.path)
+                    run.report.uploadedBytes += file.size
                 case .failure(let error as LocalFileError):
                     // Deleted or made unreadable since the scan: skipped, state as it was (the
                     // remote still holds the old bytes), and the next run picks it up again.
                     if let previous { try state.put(previous) }
-                    report.sourceFailures.append(error)
+                    run.report.sourceFailures.append(error)
                 case .failure(is CancellationError):
-                    cancelled = true
-                    continue
+                    run.cancelled = true
+                    return
                 case .failure(let notKept as NotKept) where notKept.error is CancellationError:
                     if let previous { try state.put(previous) }
-                    cancelled = true
-                    continue
+                    run.cancelled = true
+                    return
                 case .failure(let notKept as NotKept):
                     if let previous { try state.put(previous) }
                     let error = try cloudError(notKept.error)
                     if [.offline, .authRevoked, .notAvailable].contains(error.kind) {
-                        if stop == nil { stop = .failed(error, report) }
-                        continue
+                        if run.stop == nil { run.stop = .failed(error, run.report) }
+                        return
                     }
                     // Skipped this run, retried by the next: the remote still holds the old file.
-                    report.keepFailures.append(KeepFailure(path: entry.path, deleting: false, error: error))
+                    run.report.keepFailures.append(KeepFailure(path: entry.path, deleting: false, error: error))
                 case .failure(let error):
-                    if stop == nil { stop = .failed(try cloudError(error), report) }
-                    continue
+                    if run.stop == nil { run.stop = .failed(try cloudError(error), run.report) }
+                    return
                 }
-                done += 1
-                onProgress(done, total)
-            }
-            if cancelled { throw CancellationError() }
-            if case .failed(let error, _) = stop { return .failed(error, report) }
-            // A hold: said again with the uploads that were in flight when it was seen.
-            switch stop {
-            case .unavailable(.writeHeld(let reason))?, .held(let reason, _)?: return Self.heldOutcome(reason, report)
-            default: return stop
+                run.done += 1
+                onProgress(run.done, total)
             }
         }
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<min(transfers, indices.count) {
+                group.addTask {
+                    var sinceYield = 0
+                    while let (index, entry, previous) = try take() {
+                        try record(index, entry, await send(entry, replacing: previous), previous: previous)
+                        sinceYield += 1
+                        if sinceYield == Self.filesBetweenYields {
+                            sinceYield = 0
+                            await Task.yield()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let (cancelled, stop, finalReport) = phase.shared.withLock { ($0.cancelled, $0.stop, $0.report) }
+        if cancelled { throw CancellationError() }
+        if case .failed(let error, _) = stop { return .failed(error, finalReport) }
+        // A hold: said again with the uploads that were in flight when it was seen.
+        switch stop {
+        case .unavailable(.writeHeld(let reason))?, .held(let reason, _)?: return Self.heldOutcome(reason, finalReport)
+        default: return stop
+        }
     }
+
+    /// How many files an upload worker sends before it lets other tasks have its thread.
+    static let filesBetweenYields = 16
 
     /// What stops a run before its next write: cancellation (thrown) or a hold set since
     /// the run started, possibly by another process.
@@ -832,12 +880,22 @@ public final class SyncEngine: Sendable {
         report.wroteAnything ? .held(reason: reason, report) : .unavailable(.writeHeld(reason: reason))
     }
 
-    private func upload(_ entry: SyncEntry, root: String) async throws -> RemoteFile {
-        if case .bytes(let data) = entry.source { return try await storage.writeBytes(entry.path, data) }
+    /// What one upload landed, and for a file whose hash was to come, its fingerprint as sent.
+    private struct Sent: Sendable {
+        var file: RemoteFile
+        var fingerprint: Fingerprint?
+    }
+
+    private func upload(_ entry: SyncEntry, root: String) async throws -> Sent {
+        if case .bytes(let data) = entry.source { return Sent(file: try await storage.writeBytes(entry.path, data)) }
         guard let localPath = entry.localPath(root: root) else {
             preconditionFailure("absent entries are filtered out of the uploads")
         }
-        return try await storage.writeFile(entry.path, from: localPath)
+        if entry.hashToCome {
+            let sent = try await storage.writeFileHashing(entry.path, from: localPath, onBytes: { _ in })
+            return Sent(file: sent.file, fingerprint: sent.fingerprint)
+        }
+        return Sent(file: try await storage.writeFile(entry.path, from: localPath))
     }
 
     private func gateReason() async -> UnavailableReason? {

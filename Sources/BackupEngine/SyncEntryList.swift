@@ -73,6 +73,17 @@ public struct SyncEntryList: RandomAccessCollection, MutableCollection, Sendable
         bodies[position].bits.contains(.hasDigest) ? bodies[position].digestValue : nil
     }
 
+    /// Whether the entry at `position` is compared by its SHA-256 (known, or to come from its
+    /// upload), read without making its path.
+    public func isHashCompared(at position: Int) -> Bool {
+        !bodies[position].bits.isDisjoint(with: [.hasDigest, .hashToCome])
+    }
+
+    /// Whether the hash of the entry at `position` is to come from its upload.
+    public func hashToCome(at position: Int) -> Bool {
+        bodies[position].bits.contains(.hashToCome)
+    }
+
     /// Whether the entry at `position` is a local file there to upload, read without making its path.
     public func isLocalFile(at position: Int) -> Bool {
         let body = bodies[position]
@@ -100,6 +111,7 @@ public struct SyncEntryList: RandomAccessCollection, MutableCollection, Sendable
     public mutating func setHashed(at position: Int, digest: SHA256Digest, size: Int64) {
         bodies[position].digestValue = digest
         bodies[position].bits.insert(.hasDigest)
+        bodies[position].bits.remove(.hashToCome)
         bodies[position].size = size
     }
 

@@ -35,14 +35,36 @@ public struct SyncEntry: Sendable, Equatable {
         set { body.size = newValue }
     }
 
-    /// The SHA-256 of a hash-compared entry; nil for a size-compared one.
+    /// The SHA-256 of a hash-compared entry; nil for a size-compared one, and for one whose
+    /// hash is to come.
     public var digest: SHA256Digest? {
         get { body.bits.contains(.hasDigest) ? body.digestValue : nil }
         set {
             body.digestValue = newValue ?? SHA256Digest.zero
             if newValue == nil { body.bits.remove(.hasDigest) } else { body.bits.insert(.hasDigest) }
+            if newValue != nil { body.bits.remove(.hashToCome) }
         }
     }
+
+    /// A hash-compared file the scan did not read: its SHA-256 is taken from the bytes its
+    /// upload sends, so a new file is read once, not once to hash and again to send. The
+    /// scan leaves only files to come that no state entry can hold a hash for (a first
+    /// sync's); the engine uploads such an entry whatever the state holds, never skips it.
+    public var hashToCome: Bool {
+        get { body.bits.contains(.hashToCome) }
+        set {
+            if newValue {
+                body.bits.insert(.hashToCome)
+                digest = nil
+                body.bits.insert(.hashToCome)
+            } else {
+                body.bits.remove(.hashToCome)
+            }
+        }
+    }
+
+    /// Compared by its SHA-256 (known, or to come), not by size and time.
+    public var isHashCompared: Bool { body.bits.contains(.hasDigest) || body.bits.contains(.hashToCome) }
 
     /// An entry's fields in plain words (80 bytes): the digest without an Optional's tag byte,
     /// which flags in `bits` stand for.
@@ -64,6 +86,7 @@ public struct SyncEntry: Sendable, Equatable {
         static let hasMetadata = Bits(rawValue: 2)
         static let absent = Bits(rawValue: 4)
         static let hasDigest = Bits(rawValue: 8)
+        static let hashToCome = Bits(rawValue: 16)
     }
 
     /// The fields that are usually empty, immutable and shared by copies (a new box on change).
@@ -180,7 +203,7 @@ public struct SyncEntry: Sendable, Equatable {
     }
 
     public static func == (a: SyncEntry, b: SyncEntry) -> Bool {
-        a.path == b.path && a.size == b.size && a.digest == b.digest && a.source == b.source
+        a.path == b.path && a.size == b.size && a.digest == b.digest && a.hashToCome == b.hashToCome && a.source == b.source
             && a.mtimeNanoseconds == b.mtimeNanoseconds && a.kind == b.kind && a.metadata == b.metadata
     }
 
@@ -259,6 +282,10 @@ public struct SyncSnapshot: Sendable {
     public var treeRemoved: @Sendable () -> [TreeEntry] = { [] }
     /// The folder `.underRoot` entries are below (no "/" at its end; "" for "/").
     public var localRoot: String = ""
+    /// Told, for each entry whose hash was to come (by its position in `entries`), the
+    /// fingerprint its upload read and sent, once the state recorded the upload: for the
+    /// fingerprint cache, so the next scan does not read the file again.
+    public var hashLearnt: @Sendable (_ entry: Int, _ fingerprint: Fingerprint) -> Void = { _, _ in }
 
     public init(
         entries: SyncEntryList, marker: Data, isEmpty: Bool? = nil, allowShrink: Bool = false,
@@ -548,6 +575,8 @@ public struct SyncReport: Sendable, Equatable {
     public var metadataUpdated: [String] = []
     /// What making folders and links on the remote could not do (a folder remote).
     public var treeNotes: [String] = []
+    /// Uploaded files whose hash was to come: read and hashed once, as they were sent.
+    public var hashedWhileSending: Int = 0
 
     public init() {}
 }

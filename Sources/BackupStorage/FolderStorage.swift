@@ -219,6 +219,23 @@ public struct FolderStorage: RemoteStorage {
     public func writeFile(
         _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void
     ) async throws -> RemoteFile {
+        try await copy(path, from: localPath, hashing: false, onBytes: onBytes).file
+    }
+
+    /// `writeFile`, with the bytes read once: each buffer is hashed and written (a read and a
+    /// write instead of copy_file_range, against an open, a read and a close more to hash the
+    /// file apart). The fingerprint is the source's `fstat` at open with what was read.
+    public func writeFileHashing(
+        _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws -> SentFile {
+        let (file, fingerprint) = try await copy(path, from: localPath, hashing: true, onBytes: onBytes)
+        guard let fingerprint else { preconditionFailure("a hashing copy gives its fingerprint") }
+        return SentFile(file: file, fingerprint: fingerprint)
+    }
+
+    private func copy(
+        _ path: String, from localPath: String, hashing: Bool, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws -> (file: RemoteFile, fingerprint: Fingerprint?) {
         try refuseWrite(path)
         let parts = try Self.components(of: path)
         return try mapped {
@@ -236,14 +253,19 @@ public struct FolderStorage: RemoteStorage {
                 throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath): it is not a regular file")
             }
             var fills = 0
-            return try place(parts, under: rootFD, creationMode: 0o600) { fd, displayPath in
+            var read: (digest: SHA256Digest, size: Int64)?
+            let file = try place(parts, under: rootFD, creationMode: 0o600) { fd, displayPath in
                 // From the start each time: a fill that did not land is made again.
                 fills += 1
                 if fills > 1 && lseek(source, 0, SEEK_SET) != 0 {
                     throw localFileError(errno: errno, operation: "read", path: localPath)
                 }
                 do {
-                    try copyContents(from: source, to: fd, expectedSize: Int64(status.st_size), onBytes: onBytes)
+                    if hashing {
+                        read = try copyHashing(from: source, to: fd, expectedSize: Int64(status.st_size), onBytes: onBytes)
+                    } else {
+                        try copyContents(from: source, to: fd, expectedSize: Int64(status.st_size), onBytes: onBytes)
+                    }
                 } catch let failure as CopyFailure {
                     switch failure.side {
                     case .source: throw localFileError(errno: failure.code, operation: "read", path: localPath)
@@ -254,6 +276,12 @@ public struct FolderStorage: RemoteStorage {
                 // After the last byte, so no write moves the mtime past the one set here.
                 try Self.applyMetadata(of: status, to: fd, displayPath: displayPath)
             }
+            let fingerprint = read.map {
+                Fingerprint(
+                    size: $0.size, mtimeNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+                    inode: UInt64(status.st_ino), digest: $0.digest)
+            }
+            return (file, fingerprint)
         }
     }
 
@@ -1140,6 +1168,43 @@ func copyContents(
         onBytes?(Int64(copied))
     }
     return Int64(copied)
+}
+
+/// Copies the rest of `source` to `destination` through a buffer, hashing what it reads;
+/// returns the SHA-256 and the bytes copied. A read that comes back short exactly at
+/// `expectedSize` is the end (a regular file reads short only there), so a small file costs
+/// one read and one write; any other size is read on to its real end.
+func copyHashing(
+    from source: Int32, to destination: Int32, expectedSize: Int64, onBytes: ((Int64) -> Void)? = nil
+) throws -> (digest: SHA256Digest, size: Int64) {
+    var hasher = SHA256Hasher()
+    let capacity = expectedSize >= 0 && expectedSize < (1 << 20) ? Int(expectedSize) + 1 : 1 << 20
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 4096), alignment: 16)
+    defer { buffer.deallocate() }
+    guard let base = buffer.baseAddress else { return (hasher.finalize(), 0) }
+    var copied: Int64 = 0
+    while true {
+        let count = read(source, base, buffer.count)
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw CopyFailure(code: errno, side: .source)
+        }
+        if count == 0 { break }
+        hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        var offset = 0
+        while offset < count {
+            let written = write(destination, base + offset, count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw CopyFailure(code: errno, side: .destination)
+            }
+            offset += written
+        }
+        copied += Int64(count)
+        onBytes?(copied)
+        if count < buffer.count && copied == expectedSize { break }
+    }
+    return (hasher.finalize(), copied)
 }
 
 // MARK: Linux calls the Glibc module does not import

@@ -96,6 +96,12 @@ public struct ScanOptions: Sendable {
     public var threads: Int
     /// Told the scan's running counts as it goes, for a front end to show; nil for none.
     public var counter: ScanCounter?
+    /// Files the cache does not know are not read: their entries' hash is to come from their
+    /// upload (`SyncEntry.hashToCome`), which reads them anyway, so they are read once. Only
+    /// for a sync whose state holds no entry that could hold a hash to compare with (a first
+    /// sync), and never for a preview, which uploads nothing. A file with more than one name
+    /// is still read here (its other names are recorded from its hash).
+    public var hashNewFilesOnUpload = false
 
     public init(
         excludes: PatternList = PatternList(), sizeCompared: PatternList = PatternList(),
@@ -347,7 +353,7 @@ public struct TreeScanner: Sendable {
         }
         let lister = FolderLister(
             cache: cache, excludes: excludes, sizeCompared: options.sizeCompared,
-            reserved: options.reservedNames, fileSystem: fileSystem)
+            reserved: options.reservedNames, fileSystem: fileSystem, hashNewFilesLater: options.hashNewFilesOnUpload)
         // The slots are assembled as the listers fill them in, so the items of the whole tree
         // never wait at once.
         var assembly = ScanAssembly(cache: cache, excludes: excludes)

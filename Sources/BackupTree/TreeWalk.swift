@@ -62,6 +62,8 @@ struct FileFlags: OptionSet, Sendable {
     static let linked = FileFlags(rawValue: 4)
     /// Compared by size and mtime, never read.
     static let sizeCompared = FileFlags(rawValue: 8)
+    /// New to the cache, and not read by the scan: its hash comes from its upload.
+    static let hashToCome = FileFlags(rawValue: 16)
 }
 
 /// One folder's listing, filled in by whichever thread lists it and taken by the assembly.
@@ -97,6 +99,8 @@ final class FolderLister: Sendable {
     let excludes: PatternList
     let folderExclusion: FolderExclusion
     let sizeCompared: PatternList
+    /// Files the cache does not know get a hash to come instead of a read (`ScanOptions.hashNewFilesOnUpload`).
+    let hashNewFilesLater: Bool
     let rootNames: Set<String>
     let reservedPrefixes: [[UInt8]]
     let fileSystem: ScanFileSystem
@@ -128,9 +132,10 @@ final class FolderLister: Sendable {
 
     init(
         cache: FingerprintCache, excludes: PatternList, sizeCompared: PatternList,
-        reserved: ReservedNames, fileSystem: ScanFileSystem
+        reserved: ReservedNames, fileSystem: ScanFileSystem, hashNewFilesLater: Bool = false
     ) {
         self.cache = cache
+        self.hashNewFilesLater = hashNewFilesLater
         self.excludes = excludes
         folderExclusion = FolderExclusion(list: excludes)
         self.sizeCompared = sizeCompared
@@ -375,6 +380,9 @@ final class FolderLister: Sendable {
                 listed.cacheIndex = Int32(index)
                 return .file(listed)
             }
+        } else if hashNewFilesLater && links <= 1 {
+            listed.flags.insert(.hashToCome)
+            return .file(listed)
         }
         listed.flags.insert(.needsHash)
         return .file(listed)
@@ -656,6 +664,7 @@ struct ScanAssembly {
             digest: listed.cacheIndex >= 0 ? cache.fingerprint(at: Int(listed.cacheIndex)).digest : nil, source: .underRoot,
             mtimeNanoseconds: flags.contains(.sizeCompared) ? listed.mtimeNanoseconds : nil, metadata: listed.metadata)
         if flags.contains(.cached) { cachePathsSeen += 1 }
+        if flags.contains(.hashToCome) { entry.hashToCome = true }
         if flags.contains(.needsHash) {
             jobs.append(PendingHash(
                 entry: entries.count, size: listed.size, mtimeNanoseconds: listed.mtimeNanoseconds, inode: listed.inode,
@@ -783,7 +792,7 @@ struct ScanAssembly {
             cache.forEachBytes { path, _ in
                 while next < entries.count && entries.withPathBytes(at: next, { ByteOrder.compare($0, path) }) < 0 { next += 1 }
                 let found = next < entries.count && entries.withPathBytes(at: next, { ByteOrder.compare($0, path) }) == 0
-                    && !(entries.isLocalFile(at: next) && entries.digest(at: next) == nil)
+                    && !(entries.isLocalFile(at: next) && !entries.isHashCompared(at: next))
                 if !found { removed.insert(String(decoding: path, as: UTF8.self)) }
             }
         }

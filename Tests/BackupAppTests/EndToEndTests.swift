@@ -54,6 +54,46 @@ final class EndToEndTests: XCTestCase {
         XCTAssertTrue(changed.jsonLines.contains { $0["event"] as? String == "progress" })
     }
 
+    func testAFirstSyncReadsEachFileOnceAsItIsSentAndTheNextReadsNone() throws {
+        let f = try initialised()
+        var texts: [String: String] = [:]
+        for i in 0..<300 {
+            let path = "d\(i % 7)/f\(i).txt"
+            texts[path] = "content \(i) " + String(repeating: "z", count: i * 31)
+            try f.write(path, texts[path] ?? "")
+        }
+        // A preview reads in its scan: it uploads nothing that could read for it.
+        let preview = try f.run("sync", "--dry-run", "--json")
+        XCTAssertEqual(preview.jsonLines.first { $0["event"] as? String == "scanned" }?["hashed"] as? Int, 300, preview.stdout)
+
+        let first = try f.run("sync", "--yes", "--json")
+        XCTAssertEqual(uploaded(first), 300)
+        XCTAssertEqual(first.jsonLines.first { $0["event"] as? String == "scanned" }?["hashed"] as? Int, 0,
+                       "a first sync's scan reads no file: each is read once, by its upload")
+        XCTAssertEqual(first.result?["hashed"] as? Int, 300, "every file was hashed, as it was sent")
+        let state = try StateStore(path: f.dir.path("state/backup/default/sync.db"))
+        let entries = try state.entries()
+        let prints = try state.fingerprints()
+        for (path, text) in texts {
+            let hash = SHA256Hasher.hex(Data(text.utf8))
+            XCTAssertEqual(entries[path]?.hash, hash, "\(path): the state records the hash of what was sent")
+            XCTAssertEqual(prints[path]?.hash, hash, "\(path): the fingerprint cache holds it for the next scan")
+        }
+        XCTAssertEqual(try f.run("verify", "--read-data").status, 0, "the marker's hashes are the remote files' own")
+
+        let next = try f.run("sync", "--json")
+        XCTAssertEqual(uploaded(next), 0)
+        XCTAssertEqual(next.result?["hashed"] as? Int, 0, "the fingerprints the uploads left spare every read")
+
+        // Once the state holds hashes, a new file is read by the scan as before.
+        try f.write("later.txt", "later")
+        let later = try f.run("sync", "--json")
+        XCTAssertEqual(uploaded(later), 1)
+        XCTAssertEqual(later.jsonLines.first { $0["event"] as? String == "scanned" }?["hashed"] as? Int, 1)
+        XCTAssertEqual(try StateStore(path: f.dir.path("state/backup/default/sync.db")).entries()["later.txt"]?.hash,
+                       SHA256Hasher.hex(Data("later".utf8)))
+    }
+
     /// The marker is made into a temporary file beside the state and uploaded from there; the
     /// file is gone afterwards, whether its upload landed or failed.
     func testTheMarkersTemporaryFileIsRemovedWhetherItsUploadLandsOrFails() throws {

@@ -25,6 +25,7 @@ final class CryptStorageTests: XCTestCase {
         try await StorageContract.writtenFileIsListedWithItsSize(storage)
         try await StorageContract.writeBytesThenReadBytesRoundTrips(storage)
         try await StorageContract.writeFileThenDownloadFileRoundTrips(storage, scratch: scratch)
+        try await StorageContract.writeFileHashingTellsTheHashOfWhatItSent(storage, scratch: scratch)
         try await StorageContract.overwriteReplacesContentAndSize(storage)
         try await StorageContract.deleteRemovesTheFile(storage)
         try await StorageContract.deleteOfAbsentPathSucceeds(storage)

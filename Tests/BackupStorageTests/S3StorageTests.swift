@@ -41,6 +41,11 @@ final class S3StorageTests: XCTestCase {
         try await StorageContract.writeFileThenDownloadFileRoundTrips(try remote.storage(), scratch: remote.scratch)
     }
 
+    func testContractWriteFileHashingTellsTheHashOfWhatItSent() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.writeFileHashingTellsTheHashOfWhatItSent(try remote.storage(), scratch: remote.scratch)
+    }
+
     func testContractOverwriteReplacesContentAndSize() async throws {
         try await StorageContract.overwriteReplacesContentAndSize(makeRemote().storage())
     }

@@ -41,6 +41,11 @@ final class WebDAVStorageTests: XCTestCase {
         try await StorageContract.writeFileThenDownloadFileRoundTrips(remote.storage, scratch: remote.scratch)
     }
 
+    func testContractWriteFileHashingTellsTheHashOfWhatItSent() async throws {
+        let remote = try makeRemote()
+        try await StorageContract.writeFileHashingTellsTheHashOfWhatItSent(remote.storage, scratch: remote.scratch)
+    }
+
     func testContractOverwriteReplacesContentAndSize() async throws {
         try await StorageContract.overwriteReplacesContentAndSize(makeRemote().storage)
     }

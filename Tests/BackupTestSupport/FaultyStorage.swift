@@ -185,6 +185,16 @@ public final class FaultyStorage: RemoteStorage {
         return file
     }
 
+    /// The same call as `writeFile` (a put), to the base's own hashing upload.
+    public func writeFileHashing(
+        _ path: String, from localPath: String, onBytes: @escaping @Sendable (Int64) -> Void
+    ) async throws -> SentFile {
+        try await enter(.put(path))
+        let sent = try await base.writeFileHashing(path, from: localPath, onBytes: onBytes)
+        try await leave(.put(path))
+        return sent
+    }
+
     public func readBytes(_ path: String) async throws -> Data {
         try await enter(.read(path))
         return try await base.readBytes(path)

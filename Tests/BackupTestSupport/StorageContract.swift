@@ -83,6 +83,43 @@ public enum StorageContract {
                       "the download into new folders differs from the upload", file: file, line: line)
     }
 
+    /// `writeFileHashing` sends the file as `writeFile` does and tells the SHA-256 of exactly
+    /// its bytes, with the local file's size, mtime and inode: over sizes on both sides of
+    /// every buffer's edge (empty, one byte, a page, 1 MiB and either side, several MiB).
+    public static func writeFileHashingTellsTheHashOfWhatItSent(
+        _ storage: any RemoteStorage, scratch: String, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        for size in [0, 1, 4095, 4096, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, (3 << 20) + 17] {
+            let data = randomData(count: size)
+            let source = scratch + "/hashing-\(size).bin"
+            try data.write(to: URL(fileURLWithPath: source))
+            var status = stat()
+            XCTAssertEqual(stat(source, &status), 0, file: file, line: line)
+            var hasher = SHA256Hasher()
+            hasher.update(data)
+            let expected = hasher.finalize()
+
+            let sent = try await storage.writeFileHashing("hashing/\(size).bin", from: source, onBytes: { _ in })
+            XCTAssertEqual(sent.digest, expected, "the hash of a \(size)-byte file", file: file, line: line)
+            XCTAssertEqual(sent.file.size, Int64(size), file: file, line: line)
+            XCTAssertEqual(sent.fingerprint.size, Int64(size), file: file, line: line)
+            XCTAssertEqual(sent.fingerprint.inode, UInt64(status.st_ino), file: file, line: line)
+            XCTAssertEqual(
+                sent.fingerprint.mtimeNanoseconds, Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+                file: file, line: line)
+            let back = scratch + "/hashing-\(size).back"
+            try await storage.downloadFile("hashing/\(size).bin", toPath: back)
+            XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: back)) == data, "a \(size)-byte file came back changed", file: file, line: line)
+        }
+        // A local file that is not there is the local side's failure, named by its path.
+        do {
+            _ = try await storage.writeFileHashing("hashing/missing.bin", from: scratch + "/no-such-file", onBytes: { _ in })
+            XCTFail("a missing local file was sent", file: file, line: line)
+        } catch let error as LocalFileError {
+            XCTAssertTrue(error.message.contains(scratch + "/no-such-file"), error.message, file: file, line: line)
+        }
+    }
+
     /// `writeFile` and `downloadFile` report their bytes while the file moves, not only at
     /// its end: some count below the size comes before the last, which is the whole size.
     public static func transfersReportBytesAsTheyGo(

@@ -612,6 +612,37 @@ final class TreeScannerTests: XCTestCase {
         XCTAssertEqual(third.hashedFiles, 0)
     }
 
+    func testNewFilesLeaveTheirHashToTheUploadWhenAskedAndKnownOnesDoNot() throws {
+        for name in ["a", "b", "c", "d/e"] { try put(name, "content of \(name)") }
+        let first = try scan()
+        try put("new", "a new file")
+        try put("d/new", "another new file")
+        try put("size-only.bin", "by size")
+        XCTAssertEqual(link(root + "/new", root + "/d/second-name"), 0)
+        setMtime(root + "/b", seconds: 1_234_567, nanoseconds: 89)  // changed: read here, compared by hash
+        var options = ScanOptions(sizeCompared: try PatternList(parsing: "*.bin"))
+        options.hashNewFilesOnUpload = true
+        let second = try scan(options, cache: first.fingerprints(updating: [:]))
+
+        let toCome = second.entries.filter(\.hashToCome).map(\.path)
+        XCTAssertEqual(toCome, ["d/new"], "only new files with one name wait for their upload")
+        XCTAssertNil(second.entries.first { $0.path == "d/new" }?.digest)
+        XCTAssertEqual(second.hashedFiles, 3, "the changed file b and the two names of the linked new file are read")
+        XCTAssertEqual(second.newFingerprints.map(\.path).sorted(), ["b", "d/second-name", "new"])
+        XCTAssertEqual(second.entries.first { $0.path == "new" }?.hash, SHA256Hasher.hex(Data("a new file".utf8)))
+        XCTAssertEqual(second.entries.first { $0.path == "a" }?.hash, SHA256Hasher.hex(Data("content of a".utf8)), "from the cache")
+        let sized = try XCTUnwrap(second.entries.first { $0.path == "size-only.bin" })
+        XCTAssertFalse(sized.hashToCome)
+        XCTAssertFalse(sized.isHashCompared, "a size-compared file stays one")
+        XCTAssertEqual(second.files, 8)
+        XCTAssertEqual(second.bytes, first.bytes + 10 + 16 + 7 + 10)
+
+        // Without the option, every new file is read by the scan.
+        let plain = try scan(cache: first.fingerprints(updating: [:]))
+        XCTAssertEqual(plain.entries.filter(\.hashToCome).count, 0)
+        XCTAssertEqual(plain.entries.first { $0.path == "d/new" }?.hash, SHA256Hasher.hex(Data("another new file".utf8)))
+    }
+
     func testTouchingAFilesMtimeRehashesThatFileAlone() throws {
         for name in ["a", "b", "c", "d/e"] { try put(name, "content of \(name)") }
         let first = try scan()
