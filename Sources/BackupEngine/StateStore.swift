@@ -160,7 +160,7 @@ extension Fingerprint {
         }
         let (digest, size) = try SHA256Hasher.digestAndSize(ofOpenFile: fd, expectedSize: Int64(status.st_size), displayPath: path)
         return Fingerprint(
-            size: size, mtimeNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+            size: size, mtimeNanoseconds: clampedNanoseconds(status.st_mtim),
             inode: UInt64(status.st_ino), digest: digest)
     }
 }

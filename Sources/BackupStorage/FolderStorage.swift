@@ -278,7 +278,7 @@ public struct FolderStorage: RemoteStorage {
             }
             let fingerprint = read.map {
                 Fingerprint(
-                    size: $0.size, mtimeNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+                    size: $0.size, mtimeNanoseconds: clampedNanoseconds(status.st_mtim),
                     inode: UInt64(status.st_ino), digest: $0.digest)
             }
             return (file, fingerprint)
