@@ -9,6 +9,7 @@
 // (rule 3 leaves optional files untouched when a required group fails).
 
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import CMalloc
 #endif
@@ -254,28 +255,53 @@ public final class RestoreEngine: Sendable {
             }
             return try state.end()
         }
-        return try await withThrowingTaskGroup(of: (Int, Fetched).self) { group in
-            var next = 0
-            var inFlight = 0
-            while true {
-                while inFlight < transfers && next < indices.count && state.mayStart {
-                    if Task.isCancelled {
-                        state.cancelled = true
-                        break
+        // `transfers` workers each take the group's next file in plan order, fetch it and record
+        // how it ended, then take the next: no task and no hand-off between threads per file.
+        // What the run keeps of the group is theirs, under one lock, until they end.
+        let shared = GroupWorkers((files: files, run: run, fetch: state, next: 0))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<min(transfers, indices.count) {
+                group.addTask {
+                    var sinceYield = 0
+                    while true {
+                        let taken = shared.state.withLock { now -> (index: Int, file: RestoreFile, staged: Bool)? in
+                            guard now.fetch.mayStart, now.next < indices.count else { return nil }
+                            if Task.isCancelled {
+                                now.fetch.cancelled = true
+                                return nil
+                            }
+                            let index = indices[now.next]
+                            now.next += 1
+                            return (index, now.files.files[index], now.files.status[index] == .downloaded)
+                        }
+                        guard let taken else { return }
+                        let result = await self.fetch(taken.file, staged: taken.staged)
+                        try shared.state.withLock { now in
+                            try self.take(result, of: taken.index, &now.fetch, &now.files, number, &now.run)
+                        }
+                        sinceYield += 1
+                        if sinceYield == Self.filesBetweenYields {
+                            sinceYield = 0
+                            await Task.yield()
+                        }
                     }
-                    let index = indices[next]
-                    let (file, staged) = (files.files[index], files.status[index] == .downloaded)
-                    next += 1
-                    inFlight += 1
-                    group.addTask { (index, await self.fetch(file, staged: staged)) }
                 }
-                guard inFlight > 0, let (index, result) = try await group.next() else { break }
-                inFlight -= 1
-                try take(result, of: index, &state, &files, number, &run)
             }
-            return try state.end()
+            try await group.waitForAll()
         }
+        (files, run, state) = shared.state.withLock { ($0.files, $0.run, $0.fetch) }
+        return try state.end()
     }
+
+    /// What the download workers of one group share (a class: a Mutex cannot be captured by
+    /// the tasks).
+    private final class GroupWorkers: Sendable {
+        let state: Mutex<(files: GroupFiles, run: Run, fetch: GroupFetch, next: Int)>
+        init(_ state: sending (files: GroupFiles, run: Run, fetch: GroupFetch, next: Int)) { self.state = Mutex(state) }
+    }
+
+    /// How many files a download worker fetches before it lets other tasks have its thread.
+    static let filesBetweenYields = 16
 
     /// What the downloads of one group came to so far.
     private struct GroupFetch {
