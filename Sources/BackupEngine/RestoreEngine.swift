@@ -262,22 +262,26 @@ public final class RestoreEngine: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<min(transfers, indices.count) {
                 group.addTask {
-                    var sinceYield = 0
-                    while true {
-                        let taken = shared.state.withLock { now -> (index: Int, file: RestoreFile, staged: Bool)? in
-                            guard now.fetch.mayStart, now.next < indices.count else { return nil }
-                            if Task.isCancelled {
-                                now.fetch.cancelled = true
-                                return nil
-                            }
-                            let index = indices[now.next]
-                            now.next += 1
-                            return (index, now.files.files[index], now.files.status[index] == .downloaded)
+                    /// The group's next file in plan order, unless no download may start now.
+                    @Sendable func next(_ now: inout (files: GroupFiles, run: Run, fetch: GroupFetch, next: Int))
+                        -> (index: Int, file: RestoreFile, staged: Bool)? {
+                        guard now.fetch.mayStart, now.next < indices.count else { return nil }
+                        if Task.isCancelled {
+                            now.fetch.cancelled = true
+                            return nil
                         }
-                        guard let taken else { return }
-                        let result = await self.fetch(taken.file, staged: taken.staged)
-                        try shared.state.withLock { now in
-                            try self.take(result, of: taken.index, &now.fetch, &now.files, number, &now.run)
+                        let index = indices[now.next]
+                        now.next += 1
+                        return (index, now.files.files[index], now.files.status[index] == .downloaded)
+                    }
+                    var sinceYield = 0
+                    var taken = shared.state.withLock { next(&$0) }
+                    while let file = taken {
+                        let result = await self.fetch(file.file, staged: file.staged)
+                        // One turn of the lock records this file (rule 5) and takes the next.
+                        taken = try shared.state.withLock { now in
+                            try self.take(result, of: file.index, &now.fetch, &now.files, number, &now.run)
+                            return next(&now)
                         }
                         sinceYield += 1
                         if sinceYield == Self.filesBetweenYields {

@@ -750,23 +750,21 @@ public final class SyncEngine: Sendable {
         /// kill: the state stops claiming a file's old bytes before its new ones start landing,
         /// so a kill mid-upload leaves it unknown, adopted afresh next run); nil once the run
         /// stops (a hold, cancellation, a failed put) or every file is taken.
-        @Sendable func take() throws -> (index: Int, SyncEntry, previous: StateEntry?)? {
-            try phase.shared.withLock { run in
-                guard run.stop == nil, !run.cancelled, run.next < indices.endIndex else { return nil }
-                do {
-                    if let held = try checkBeforeWrite(run.report) {
-                        run.stop = held
-                        return nil
-                    }
-                } catch is CancellationError {
-                    run.cancelled = true
+        @Sendable func take(_ run: inout Shared) throws -> (index: Int, SyncEntry, previous: StateEntry?)? {
+            guard run.stop == nil, !run.cancelled, run.next < indices.endIndex else { return nil }
+            do {
+                if let held = try checkBeforeWrite(run.report) {
+                    run.stop = held
                     return nil
                 }
-                let index = indices[run.next]
-                run.next += 1
-                let entry = snapshot.entries[index]
-                return (index, entry, replacing.contains(index) ? try state.take(entry.path) : nil)
+            } catch is CancellationError {
+                run.cancelled = true
+                return nil
             }
+            let index = indices[run.next]
+            run.next += 1
+            let entry = snapshot.entries[index]
+            return (index, entry, replacing.contains(index) ? try state.take(entry.path) : nil)
         }
 
         /// Keeps the file being replaced first (one that cannot be kept is not replaced), then uploads.
@@ -787,63 +785,69 @@ public final class SyncEngine: Sendable {
         }
 
         /// Records how one upload ended; a failure that ends the run sets `stop` (the first wins).
-        @Sendable func record(_ index: Int, _ entry: SyncEntry, _ answer: Result<Sent, any Error>, previous: StateEntry?) throws {
-            try phase.shared.withLock { run in
-                var previous = previous
-                var result = answer
-                if case .failure(let moved as MovedThenFailed) = result {
-                    previous = nil  // the remote no longer holds the old file at its path: the state must not claim it
-                    result = .failure(moved.error)
-                }
-                switch result {
-                case .success(let sent):
-                    let file = sent.file
-                    // A hash to come is the hash of the bytes the upload read and sent.
-                    try state.put(StateEntry(
-                        path: entry.path, size: file.size, digest: sent.fingerprint?.digest ?? entry.digest, remoteId: file.remoteId,
-                        mtimeNanoseconds: entry.mtimeNanoseconds, metadata: entry.metadata))
-                    if let fingerprint = sent.fingerprint {
-                        run.report.hashedWhileSending += 1
-                        snapshot.hashLearnt(index, fingerprint)
-                    }
-                    run.report.uploaded.append(entry.path)
-                    run.report.uploadedBytes += file.size
-                case .failure(let error as LocalFileError):
-                    // Deleted or made unreadable since the scan: skipped, state as it was (the
-                    // remote still holds the old bytes), and the next run picks it up again.
-                    if let previous { try state.put(previous) }
-                    run.report.sourceFailures.append(error)
-                case .failure(is CancellationError):
-                    run.cancelled = true
-                    return
-                case .failure(let notKept as NotKept) where notKept.error is CancellationError:
-                    if let previous { try state.put(previous) }
-                    run.cancelled = true
-                    return
-                case .failure(let notKept as NotKept):
-                    if let previous { try state.put(previous) }
-                    let error = try cloudError(notKept.error)
-                    if [.offline, .authRevoked, .notAvailable].contains(error.kind) {
-                        if run.stop == nil { run.stop = .failed(error, run.report) }
-                        return
-                    }
-                    // Skipped this run, retried by the next: the remote still holds the old file.
-                    run.report.keepFailures.append(KeepFailure(path: entry.path, deleting: false, error: error))
-                case .failure(let error):
-                    if run.stop == nil { run.stop = .failed(try cloudError(error), run.report) }
-                    return
-                }
-                run.done += 1
-                onProgress(run.done, total)
+        @Sendable func record(
+            _ index: Int, _ entry: SyncEntry, _ answer: Result<Sent, any Error>, previous: StateEntry?, in run: inout Shared
+        ) throws {
+            var previous = previous
+            var result = answer
+            if case .failure(let moved as MovedThenFailed) = result {
+                previous = nil  // the remote no longer holds the old file at its path: the state must not claim it
+                result = .failure(moved.error)
             }
+            switch result {
+            case .success(let sent):
+                let file = sent.file
+                // A hash to come is the hash of the bytes the upload read and sent.
+                try state.put(StateEntry(
+                    path: entry.path, size: file.size, digest: sent.fingerprint?.digest ?? entry.digest, remoteId: file.remoteId,
+                    mtimeNanoseconds: entry.mtimeNanoseconds, metadata: entry.metadata))
+                if let fingerprint = sent.fingerprint {
+                    run.report.hashedWhileSending += 1
+                    snapshot.hashLearnt(index, fingerprint)
+                }
+                run.report.uploaded.append(entry.path)
+                run.report.uploadedBytes += file.size
+            case .failure(let error as LocalFileError):
+                // Deleted or made unreadable since the scan: skipped, state as it was (the
+                // remote still holds the old bytes), and the next run picks it up again.
+                if let previous { try state.put(previous) }
+                run.report.sourceFailures.append(error)
+            case .failure(is CancellationError):
+                run.cancelled = true
+                return
+            case .failure(let notKept as NotKept) where notKept.error is CancellationError:
+                if let previous { try state.put(previous) }
+                run.cancelled = true
+                return
+            case .failure(let notKept as NotKept):
+                if let previous { try state.put(previous) }
+                let error = try cloudError(notKept.error)
+                if [.offline, .authRevoked, .notAvailable].contains(error.kind) {
+                    if run.stop == nil { run.stop = .failed(error, run.report) }
+                    return
+                }
+                // Skipped this run, retried by the next: the remote still holds the old file.
+                run.report.keepFailures.append(KeepFailure(path: entry.path, deleting: false, error: error))
+            case .failure(let error):
+                if run.stop == nil { run.stop = .failed(try cloudError(error), run.report) }
+                return
+            }
+            run.done += 1
+            onProgress(run.done, total)
         }
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<min(transfers, indices.count) {
                 group.addTask {
                     var sinceYield = 0
-                    while let (index, entry, previous) = try take() {
-                        try record(index, entry, await send(entry, replacing: previous), previous: previous)
+                    var next = try phase.shared.withLock { try take(&$0) }
+                    while let (index, entry, previous) = next {
+                        let answer = await send(entry, replacing: previous)
+                        // One turn of the lock records this file and takes the next.
+                        next = try phase.shared.withLock { run in
+                            try record(index, entry, answer, previous: previous, in: &run)
+                            return try take(&run)
+                        }
                         sinceYield += 1
                         if sinceYield == Self.filesBetweenYields {
                             sinceYield = 0

@@ -1155,19 +1155,24 @@ func copyContents(
             throw CopyFailure(code: errno, side: .source)
         }
         if count == 0 { return Int64(copied) }
-        var offset = 0
-        while offset < count {
-            let written = write(destination, base + offset, count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw CopyFailure(code: errno, side: .destination)
-            }
-            offset += written
-        }
+        try writeFully(destination, base, count)
         copied += count
         onBytes?(Int64(copied))
     }
     return Int64(copied)
+}
+
+/// Writes all `count` bytes at `base` to `destination` (a short write goes on where it stopped).
+private func writeFully(_ destination: Int32, _ base: UnsafeMutableRawPointer, _ count: Int) throws {
+    var offset = 0
+    while offset < count {
+        let written = write(destination, base + offset, count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            throw CopyFailure(code: errno, side: .destination)
+        }
+        offset += written
+    }
 }
 
 /// Copies the rest of `source` to `destination` through a buffer, hashing what it reads;
@@ -1191,15 +1196,7 @@ func copyHashing(
         }
         if count == 0 { break }
         hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-        var offset = 0
-        while offset < count {
-            let written = write(destination, base + offset, count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw CopyFailure(code: errno, side: .destination)
-            }
-            offset += written
-        }
+        try writeFully(destination, base, count)
         copied += Int64(count)
         onBytes?(copied)
         if count < buffer.count && copied == expectedSize { break }
