@@ -14,8 +14,9 @@ public enum JobEvent: Sendable, Equatable {
     case syncStage(SyncStage)
     /// The scan so far: files found, and of them read and hashed (with their bytes).
     case scanning(files: Int, hashed: Int, hashedBytes: Int64)
-    /// The scan finished.
-    case scanned(files: Int, bytes: Int64, hashedFiles: Int)
+    /// The scan finished: files found, and of them read and hashed by the scan, and left to be
+    /// hashed as their upload reads them (a first sync's new files: read once, not twice).
+    case scanned(files: Int, bytes: Int64, hashedFiles: Int, hashedWhenSent: Int = 0)
     /// Something worth telling about one path (skipped, unreadable, refused).
     case note(path: String, message: String)
     /// Sync progress: `done` of `total` steps (uploads, deletes, the marker), and the bytes.

@@ -195,7 +195,9 @@ extension BackupApp {
                     files: reached.files, bytes: 0, hashedFiles: reached.hashed, absent: 0, notes: [], symlinks: 0, folders: 0)
             }
             var scan = try scanned.get()
-            events(.scanned(files: scan.files, bytes: scan.bytes, hashedFiles: scan.hashedFiles))
+            events(.scanned(
+                files: scan.files, bytes: scan.bytes, hashedFiles: scan.hashedFiles,
+                hashedWhenSent: scan.entries.indices.count { scan.entries.hashToCome(at: $0) }))
             for note in scan.notes { events(.note(path: note.path, message: note.message)) }
             if !request.dryRun {
                 try state.updateFingerprints(scan.newFingerprints, removing: scan.removedFingerprints)

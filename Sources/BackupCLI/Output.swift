@@ -72,11 +72,12 @@ final class Output: Sendable {
             case .writingMarker(let bytes): ("writing the marker", ["bytes": bytes], "writing the backup's marker (\(Self.bytes(bytes)))")
             }
             if json { emit(["event": "stage", "stage": name].merging(fields) { a, _ in a }) } else { progress(words + "…", force: true) }
-        case .scanned(let files, let bytes, let hashed):
+        case .scanned(let files, let bytes, let hashed, let whenSent):
             if json {
-                emit(["event": "scanned", "files": files, "bytes": bytes, "hashed": hashed])
+                emit(["event": "scanned", "files": files, "bytes": bytes, "hashed": hashed, "hashed_when_sent": whenSent])
             } else {
-                progress("scanned \(files) files (\(Self.bytes(bytes))), read \(hashed)", force: true)
+                let later = whenSent > 0 ? "; \(whenSent) new \(whenSent == 1 ? "file" : "files") to read as \(whenSent == 1 ? "it is" : "they are") sent" : ""
+                progress("scanned \(files) files (\(Self.bytes(bytes))), read \(hashed)\(later)", force: true)
             }
         case .note(let path, let message):
             if json { emit(["event": "note", "message": message].merging(Self.pathFields("path", path)) { a, _ in a }) } else { line("note: \(message)", level: .notice) }

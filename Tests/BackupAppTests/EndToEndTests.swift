@@ -71,6 +71,8 @@ final class EndToEndTests: XCTestCase {
         XCTAssertEqual(first.jsonLines.first { $0["event"] as? String == "scanned" }?["hashed"] as? Int, 0,
                        "a first sync's scan reads no file: each is read once, by its upload")
         XCTAssertEqual(first.result?["hashed"] as? Int, 300, "every file was hashed, as it was sent")
+        XCTAssertEqual(first.jsonLines.first { $0["event"] as? String == "scanned" }?["hashed_when_sent"] as? Int, 300)
+        XCTAssertEqual(preview.jsonLines.first { $0["event"] as? String == "scanned" }?["hashed_when_sent"] as? Int, 0)
         let state = try StateStore(path: f.dir.path("state/backup/default/sync.db"))
         let entries = try state.entries()
         let prints = try state.fingerprints()

@@ -24,6 +24,20 @@ final class SyncScreenTests: XCTestCase {
         SyncSummary(profile: "default", result: result, files: 1000, bytes: 4_194_304, hashedFiles: 1000, absent: 0, notes: [], symlinks: 0, folders: 0)
     }
 
+    func testAFirstSyncsScanSaysItsNewFilesAreReadAsTheyAreSent() throws {
+        let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
+        let job = try XCTUnwrap(f.syncs.last?.job)
+        job.receive(.phase("scanning"))
+        job.receive(.scanned(files: 1200, bytes: 4_194_304, hashedFiles: 200, hashedWhenSent: 1000))
+        job.receive(.phase("syncing"))
+        let frame = f.frame([screen], columns: 80)
+        XCTAssertTrue(frame.contains("Scanned  1,200 files (4.0 MiB), 200 read, 1,000 read as sent"), frame)
+        job.receive(.scanned(files: 1200, bytes: 4_194_304, hashedFiles: 200))
+        let later = f.frame([screen], columns: 80)
+        XCTAssertTrue(later.contains("Scanned  1,200 files (4.0 MiB), 200 read"), later)
+        XCTAssertFalse(later.contains("read as sent"), "nothing to read later, nothing said: \(later)")
+    }
+
     func testProgressFollowsBytesWithTheRateETAElapsedAndEveryFileInFlight() throws {
         let screen = SyncScreen(context: f.context, profile: profile, request: SyncRequest())
         let job = try XCTUnwrap(f.syncs.last?.job)

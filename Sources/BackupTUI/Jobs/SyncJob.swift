@@ -13,7 +13,7 @@ struct SyncJobState: Sendable {
     var startedAt: Double?
     /// The scan so far, while it runs.
     var scanning: (files: Int, hashed: Int, hashedBytes: Int64)?
-    var scanned: (files: Int, bytes: Int64, hashed: Int)?
+    var scanned: (files: Int, bytes: Int64, hashed: Int, whenSent: Int)?
     var done = 0
     var total = 0
     /// The part of the writes under way, and the steps done when it began.
@@ -84,8 +84,8 @@ final class SyncJob: Job {
                 state.phase = name
             case .scanning(let files, let hashed, let hashedBytes):
                 state.scanning = (files, hashed, hashedBytes)
-            case .scanned(let files, let bytes, let hashed):
-                state.scanned = (files, bytes, hashed)
+            case .scanned(let files, let bytes, let hashed, let whenSent):
+                state.scanned = (files, bytes, hashed, whenSent)
             case .note(let path, let message):
                 state.noteCount += 1
                 state.notes.append(message.isEmpty ? path : message)

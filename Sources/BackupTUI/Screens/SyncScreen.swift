@@ -201,7 +201,8 @@ final class SyncScreen: ProfileJobScreen {
             field("Last", current, path: true)
         }
         if let scanned = state.scanned {
-            field("Scanned", "\(Format.files(scanned.files)) (\(Format.bytes(scanned.bytes))), \(Format.count(scanned.hashed)) read")
+            let later = scanned.whenSent > 0 ? ", \(Format.count(scanned.whenSent)) read as sent" : ""
+            field("Scanned", "\(Format.files(scanned.files)) (\(Format.bytes(scanned.bytes))), \(Format.count(scanned.hashed)) read\(later)")
         }
         if state.noteCount > 0, let last = state.notes.last {
             field("Notes", "\(state.noteCount) (v shows them all), the last: \(last)", style: .warning)
