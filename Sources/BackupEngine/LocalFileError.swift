@@ -17,6 +17,11 @@ public struct LocalFileError: Error, Sendable, Equatable, CustomStringConvertibl
 
     public var description: String { message }
 
+    /// A local file the scan listed that is a symbolic link when it is read: not followed.
+    public static func nowALink(_ path: String) -> LocalFileError {
+        LocalFileError(path: path, message: "cannot read the local file \(path): it is a symbolic link now (links are not followed; the next run sees what it is then)")
+    }
+
     /// A failed read of the local file at `path`, from the errno of the call that failed.
     public init(errno code: Int32, reading path: String) {
         self.init(path: path, message: "cannot read the local file \(path): \(String(cString: strerror(code)))")

@@ -241,9 +241,13 @@ public struct FolderStorage: RemoteStorage {
         return try mapped {
             let rootFD = try heldRoot.descriptor(opening: openRoot)
             // O_NONBLOCK so that a FIFO given by mistake is refused below instead of hanging
-            // the open; it changes nothing for regular files.
-            let source = FileName.withCString(localPath) { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
-            guard source >= 0 else { throw localFileError(errno: errno, operation: "read", path: localPath) }
+            // the open; it changes nothing for regular files. O_NOFOLLOW: a file the scan
+            // listed that is a symbolic link now is not read through the link.
+            let source = FileName.withCString(localPath) { open($0, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC) }
+            guard source >= 0 else {
+                if errno == ELOOP { throw LocalFileError.nowALink(localPath) }
+                throw localFileError(errno: errno, operation: "read", path: localPath)
+            }
             defer { close(source) }
             var status = stat()
             guard fstat(source, &status) == 0 else {

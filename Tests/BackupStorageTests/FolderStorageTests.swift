@@ -473,6 +473,34 @@ final class FolderStorageTests: XCTestCase {
         XCTAssertEqual(try remote.dir.entries(under: "remote"), [])
     }
 
+    func testALocalFileThatIsALinkNowIsNotReadThroughIt() async throws {
+        let remote = try makeRemote()
+        let secret = remote.dir.path("outside-secret.txt")
+        try Data("not part of the source".utf8).write(to: URL(fileURLWithPath: secret))
+        let link = remote.scratch + "/was-a-file.txt"
+        XCTAssertEqual(symlink(secret, link), 0)
+        for hashing in [false, true] {
+            do {
+                if hashing {
+                    _ = try await remote.storage.writeFileHashing("copy.txt", from: link, onBytes: { _ in })
+                } else {
+                    _ = try await remote.storage.writeFile("copy.txt", from: link)
+                }
+                XCTFail("the link was followed (hashing: \(hashing))")
+            } catch let error as LocalFileError {
+                XCTAssertEqual(error.path, link)
+                XCTAssertTrue(error.message.contains("symbolic link"), error.message)
+            }
+        }
+        do {
+            _ = try Fingerprint.ofLocalFile(link)
+            XCTFail("the default hashing read followed the link")
+        } catch let error as LocalFileError {
+            XCTAssertTrue(error.message.contains("symbolic link"), error.message)
+        }
+        XCTAssertEqual(try remote.dir.entries(under: "remote"), [])
+    }
+
     // MARK: Delete
 
     func testDeletePrunesEmptyFoldersButNeverTheRoot() async throws {
