@@ -150,17 +150,8 @@ extension Fingerprint {
     /// modification time and inode as opened. Throws `LocalFileError` for a file that cannot
     /// be opened or read, or is not a regular file (a FIFO is refused, never waited on).
     public static func ofLocalFile(_ path: String) throws -> Fingerprint {
-        let fd = FileName.withCString(path) { open($0, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC) }
-        guard fd >= 0 else {
-            if errno == ELOOP { throw LocalFileError.nowALink(path) }
-            throw LocalFileError(errno: errno, reading: path)
-        }
+        let (fd, status) = try LocalFileError.openForSending(path) { LocalFileError(errno: $0, reading: path) }
         defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw LocalFileError(errno: errno, reading: path) }
-        guard status.st_mode & S_IFMT == S_IFREG else {
-            throw LocalFileError(path: path, message: "cannot read the local file \(path): it is not a regular file")
-        }
         let (digest, size) = try SHA256Hasher.digestAndSize(ofOpenFile: fd, expectedSize: Int64(status.st_size), displayPath: path)
         return Fingerprint(
             size: size, mtimeNanoseconds: clampedNanoseconds(status.st_mtim),

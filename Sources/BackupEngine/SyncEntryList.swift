@@ -76,7 +76,7 @@ public struct SyncEntryList: RandomAccessCollection, MutableCollection, Sendable
     /// Whether the entry at `position` is compared by its SHA-256 (known, or to come from its
     /// upload), read without making its path.
     public func isHashCompared(at position: Int) -> Bool {
-        !bodies[position].bits.isDisjoint(with: [.hasDigest, .hashToCome])
+        bodies[position].bits.hashCompared
     }
 
     /// Whether the hash of the entry at `position` is to come from its upload.

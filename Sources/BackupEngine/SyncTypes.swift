@@ -54,8 +54,7 @@ public struct SyncEntry: Sendable, Equatable {
         get { body.bits.contains(.hashToCome) }
         set {
             if newValue {
-                body.bits.insert(.hashToCome)
-                digest = nil
+                digest = nil  // leaves the bit alone: only a digest set ends a hash to come
                 body.bits.insert(.hashToCome)
             } else {
                 body.bits.remove(.hashToCome)
@@ -64,7 +63,7 @@ public struct SyncEntry: Sendable, Equatable {
     }
 
     /// Compared by its SHA-256 (known, or to come), not by size and time.
-    public var isHashCompared: Bool { body.bits.contains(.hasDigest) || body.bits.contains(.hashToCome) }
+    public var isHashCompared: Bool { body.bits.hashCompared }
 
     /// An entry's fields in plain words (80 bytes): the digest without an Optional's tag byte,
     /// which flags in `bits` stand for.
@@ -87,6 +86,9 @@ public struct SyncEntry: Sendable, Equatable {
         static let absent = Bits(rawValue: 4)
         static let hasDigest = Bits(rawValue: 8)
         static let hashToCome = Bits(rawValue: 16)
+
+        /// A digest known, or to come from the upload.
+        var hashCompared: Bool { !isDisjoint(with: [.hasDigest, .hashToCome]) }
     }
 
     /// The fields that are usually empty, immutable and shared by copies (a new box on change).

@@ -240,22 +240,10 @@ public struct FolderStorage: RemoteStorage {
         let parts = try Self.components(of: path)
         return try mapped {
             let rootFD = try heldRoot.descriptor(opening: openRoot)
-            // O_NONBLOCK so that a FIFO given by mistake is refused below instead of hanging
-            // the open; it changes nothing for regular files. O_NOFOLLOW: a file the scan
-            // listed that is a symbolic link now is not read through the link.
-            let source = FileName.withCString(localPath) { open($0, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC) }
-            guard source >= 0 else {
-                if errno == ELOOP { throw LocalFileError.nowALink(localPath) }
-                throw localFileError(errno: errno, operation: "read", path: localPath)
+            let (source, status) = try LocalFileError.openForSending(localPath) {
+                localFileError(errno: $0, operation: "read", path: localPath)
             }
             defer { close(source) }
-            var status = stat()
-            guard fstat(source, &status) == 0 else {
-                throw localFileError(errno: errno, operation: "read", path: localPath)
-            }
-            guard status.st_mode & S_IFMT == S_IFREG else {
-                throw LocalFileError(path: localPath, message: "cannot read the local file \(localPath): it is not a regular file")
-            }
             var fills = 0
             var read: (digest: SHA256Digest, size: Int64)?
             let file = try place(parts, under: rootFD, creationMode: 0o600) { fd, displayPath in
