@@ -43,6 +43,14 @@ public struct SHA256Hasher: ~Copyable {
         return digest
     }
 
+    /// The buffer to read a file of `expectedSize` bytes through: small files (most of a home
+    /// folder) need no 1 MiB buffer, and one byte past the expected size is enough to see the
+    /// end in the same read.
+    public static func readBufferSize(expectedSize: Int64?) -> Int {
+        let capacity = expectedSize.map { $0 >= 0 && $0 < (1 << 20) ? Int($0) + 1 : 1 << 20 } ?? 1 << 20
+        return max(capacity, 4096)
+    }
+
     /// The SHA-256 of all of `fd` from its first byte (read with pread: its offset is left as
     /// it was) and the number of bytes it holds, in one pass.
     ///
@@ -53,10 +61,7 @@ public struct SHA256Hasher: ~Copyable {
         ofOpenFile fd: Int32, expectedSize: Int64? = nil, displayPath path: String
     ) throws -> (digest: SHA256Digest, size: Int64) {
         var hasher = SHA256Hasher()
-        // Small files (most of a home folder) need no 1 MiB buffer: one byte past the expected
-        // size is enough to see the end in the same read.
-        let capacity = expectedSize.map { $0 >= 0 && $0 < (1 << 20) ? Int($0) + 1 : 1 << 20 } ?? 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 4096), alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readBufferSize(expectedSize: expectedSize), alignment: 16)
         defer { buffer.deallocate() }
         var offset: Int64 = 0
         while true {

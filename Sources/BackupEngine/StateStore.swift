@@ -153,9 +153,13 @@ extension Fingerprint {
         let (fd, status) = try LocalFileError.openForSending(path) { LocalFileError(errno: $0, reading: path) }
         defer { close(fd) }
         let (digest, size) = try SHA256Hasher.digestAndSize(ofOpenFile: fd, expectedSize: Int64(status.st_size), displayPath: path)
-        return Fingerprint(
-            size: size, mtimeNanoseconds: clampedNanoseconds(status.st_mtim),
-            inode: UInt64(status.st_ino), digest: digest)
+        return Fingerprint(opened: status, read: size, digest: digest)
+    }
+
+    /// The fingerprint of a file whose `fstat` at open was `status`, of which `size` bytes
+    /// were read with `digest`.
+    public init(opened status: stat, read size: Int64, digest: SHA256Digest) {
+        self.init(size: size, mtimeNanoseconds: clampedNanoseconds(status.st_mtim), inode: UInt64(status.st_ino), digest: digest)
     }
 }
 

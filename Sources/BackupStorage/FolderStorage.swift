@@ -268,11 +268,7 @@ public struct FolderStorage: RemoteStorage {
                 // After the last byte, so no write moves the mtime past the one set here.
                 try Self.applyMetadata(of: status, to: fd, displayPath: displayPath)
             }
-            let fingerprint = read.map {
-                Fingerprint(
-                    size: $0.size, mtimeNanoseconds: clampedNanoseconds(status.st_mtim),
-                    inode: UInt64(status.st_ino), digest: $0.digest)
-            }
+            let fingerprint = read.map { Fingerprint(opened: status, read: $0.size, digest: $0.digest) }
             return (file, fingerprint)
         }
     }
@@ -1175,8 +1171,7 @@ func copyHashing(
     from source: Int32, to destination: Int32, expectedSize: Int64, onBytes: ((Int64) -> Void)? = nil
 ) throws -> (digest: SHA256Digest, size: Int64) {
     var hasher = SHA256Hasher()
-    let capacity = expectedSize >= 0 && expectedSize < (1 << 20) ? Int(expectedSize) + 1 : 1 << 20
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 4096), alignment: 16)
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SHA256Hasher.readBufferSize(expectedSize: expectedSize), alignment: 16)
     defer { buffer.deallocate() }
     guard let base = buffer.baseAddress else { return (hasher.finalize(), 0) }
     var copied: Int64 = 0
