@@ -258,54 +258,32 @@ public final class RestoreEngine: Sendable {
         // `transfers` workers each take the group's next file in plan order, fetch it and record
         // how it ended, then take the next: no task and no hand-off between threads per file.
         // What the run keeps of the group is theirs, under one lock, until they end.
-        let shared = GroupWorkers((files: files, run: run, fetch: state, next: 0))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<min(transfers, indices.count) {
-                group.addTask {
-                    /// The group's next file in plan order, unless no download may start now.
-                    @Sendable func next(_ now: inout (files: GroupFiles, run: Run, fetch: GroupFetch, next: Int))
-                        -> (index: Int, file: RestoreFile, staged: Bool)? {
-                        guard now.fetch.mayStart, now.next < indices.count else { return nil }
-                        if Task.isCancelled {
-                            now.fetch.cancelled = true
-                            return nil
-                        }
-                        let index = indices[now.next]
-                        now.next += 1
-                        return (index, now.files.files[index], now.files.status[index] == .downloaded)
-                    }
-                    var sinceYield = 0
-                    var taken = shared.state.withLock { next(&$0) }
-                    while let file = taken {
-                        let result = await self.fetch(file.file, staged: file.staged)
-                        // One turn of the lock records this file (rule 5) and takes the next.
-                        taken = try shared.state.withLock { now in
-                            try self.take(result, of: file.index, &now.fetch, &now.files, number, &now.run)
-                            return next(&now)
-                        }
-                        sinceYield += 1
-                        if sinceYield == Self.filesBetweenYields {
-                            sinceYield = 0
-                            await Task.yield()
-                        }
-                    }
+        let shared = Locked<GroupWork>((files: files, run: run, fetch: state, next: 0))
+        try await Workers.run(
+            min(transfers, indices.count), over: shared,
+            take: { (now: inout GroupWork) -> (index: Int, file: RestoreFile, staged: Bool)? in
+                // The group's next file in plan order, unless no download may start now.
+                guard now.fetch.mayStart, now.next < indices.count else { return nil }
+                if Task.isCancelled {
+                    now.fetch.cancelled = true
+                    return nil
                 }
-            }
-            try await group.waitForAll()
-        }
-        (files, run, state) = shared.state.withLock { ($0.files, $0.run, $0.fetch) }
+                let index = indices[now.next]
+                now.next += 1
+                return (index: index, file: now.files.files[index], staged: now.files.status[index] == .downloaded)
+            },
+            work: { file in await self.fetch(file.file, staged: file.staged) },
+            record: { file, result, now in
+                // Rule 5: recorded as it ends.
+                try self.take(result, of: file.index, &now.fetch, &now.files, number, &now.run)
+            })
+        (files, run, state) = shared.mutex.withLock { ($0.files, $0.run, $0.fetch) }
         return try state.end()
     }
 
-    /// What the download workers of one group share (a class: a Mutex cannot be captured by
-    /// the tasks).
-    private final class GroupWorkers: Sendable {
-        let state: Mutex<(files: GroupFiles, run: Run, fetch: GroupFetch, next: Int)>
-        init(_ state: sending (files: GroupFiles, run: Run, fetch: GroupFetch, next: Int)) { self.state = Mutex(state) }
-    }
-
-    /// How many files a download worker fetches before it lets other tasks have its thread.
-    static let filesBetweenYields = 16
+    /// What the download workers of one group share: its files, the run's counts, how the
+    /// downloads went, and the next file to take.
+    private typealias GroupWork = (files: GroupFiles, run: Run, fetch: GroupFetch, next: Int)
 
     /// What the downloads of one group came to so far.
     private struct GroupFetch {

@@ -738,19 +738,14 @@ public final class SyncEngine: Sendable {
             var report: SyncReport
             var done: Int
         }
-        /// The lock the workers share it under (a class: a Mutex cannot be captured by the tasks).
-        final class Run: Sendable {
-            let shared: Mutex<Shared>
-            init(_ shared: Shared) { self.shared = Mutex(shared) }
-        }
-        let phase = Run(Shared(next: indices.startIndex, report: report, done: done))
-        defer { phase.shared.withLock { (report, done) = ($0.report, $0.done) } }
+        let phase = Locked(Shared(next: indices.startIndex, report: report, done: done))
+        defer { phase.mutex.withLock { (report, done) = ($0.report, $0.done) } }
 
         /// The next file in snapshot order, and the state's entry it replaces (rule 8 across a
         /// kill: the state stops claiming a file's old bytes before its new ones start landing,
         /// so a kill mid-upload leaves it unknown, adopted afresh next run); nil once the run
         /// stops (a hold, cancellation, a failed put) or every file is taken.
-        @Sendable func take(_ run: inout Shared) throws -> (index: Int, SyncEntry, previous: StateEntry?)? {
+        @Sendable func take(_ run: inout Shared) throws -> (index: Int, entry: SyncEntry, previous: StateEntry?)? {
             guard run.stop == nil, !run.cancelled, run.next < indices.endIndex else { return nil }
             do {
                 if let held = try checkBeforeWrite(run.report) {
@@ -764,7 +759,7 @@ public final class SyncEngine: Sendable {
             let index = indices[run.next]
             run.next += 1
             let entry = snapshot.entries[index]
-            return (index, entry, replacing.contains(index) ? try state.take(entry.path) : nil)
+            return (index: index, entry: entry, previous: replacing.contains(index) ? try state.take(entry.path) : nil)
         }
 
         /// Keeps the file being replaced first (one that cannot be kept is not replaced), then uploads.
@@ -836,29 +831,11 @@ public final class SyncEngine: Sendable {
             onProgress(run.done, total)
         }
 
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<min(transfers, indices.count) {
-                group.addTask {
-                    var sinceYield = 0
-                    var next = try phase.shared.withLock { try take(&$0) }
-                    while let (index, entry, previous) = next {
-                        let answer = await send(entry, replacing: previous)
-                        // One turn of the lock records this file and takes the next.
-                        next = try phase.shared.withLock { run in
-                            try record(index, entry, answer, previous: previous, in: &run)
-                            return try take(&run)
-                        }
-                        sinceYield += 1
-                        if sinceYield == Self.filesBetweenYields {
-                            sinceYield = 0
-                            await Task.yield()
-                        }
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        let (cancelled, stop, finalReport) = phase.shared.withLock { ($0.cancelled, $0.stop, $0.report) }
+        try await Workers.run(
+            min(transfers, indices.count), over: phase, take: take,
+            work: { file in await send(file.entry, replacing: file.previous) },
+            record: { file, answer, run in try record(file.index, file.entry, answer, previous: file.previous, in: &run) })
+        let (cancelled, stop, finalReport) = phase.mutex.withLock { ($0.cancelled, $0.stop, $0.report) }
         if cancelled { throw CancellationError() }
         if case .failed(let error, _) = stop { return .failed(error, finalReport) }
         // A hold: said again with the uploads that were in flight when it was seen.
@@ -867,9 +844,6 @@ public final class SyncEngine: Sendable {
         default: return stop
         }
     }
-
-    /// How many files an upload worker sends before it lets other tasks have its thread.
-    static let filesBetweenYields = 16
 
     /// What stops a run before its next write: cancellation (thrown) or a hold set since
     /// the run started, possibly by another process.
